@@ -1,0 +1,121 @@
+"""`Sandbox`: the executors of one session behind one `execute(action)` call, in-process."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from sandbox.executors import load_builtin_executors
+from sandbox.executors.base import (
+    Executor,
+    ExecutorContext,
+    ExecutorUnavailable,
+    StreamListener,
+    registrations,
+    unavailable,
+)
+from sandbox.protocol import Action, ErrorObservation, Observation
+
+
+class Sandbox:
+    """Routes each action to the executor registered for its kind, building executors lazily."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        artifacts: Path | None = None,
+        env: dict[str, str] | None = None,
+        disabled: Iterable[str] = (),
+    ) -> None:
+        load_builtin_executors()
+        self.workspace = workspace.resolve()
+        self.artifacts = artifacts or Path(tempfile.mkdtemp(prefix="sandbox-artifacts-"))
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        self._disabled = set(disabled)
+        self._executors: dict[str, Executor] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._build_lock = threading.Lock()
+        self._listeners: list[StreamListener] = []
+        self.context = ExecutorContext(
+            workspace=self.workspace,
+            artifacts=self.artifacts,
+            env=dict(env or {}),
+            shell_cwd=self._shell_cwd,
+        )
+
+    def available(self) -> dict[str, bool]:
+        """Executor name -> whether it can run here."""
+        return {
+            name: name not in self._disabled and reg.available() is None
+            for name, reg in registrations().items()
+        }
+
+    def executor(self, name: str) -> Executor:
+        """The executor registered as `name`, started on first use."""
+        with self._build_lock:
+            if name not in self._executors:
+                if name in self._disabled:
+                    raise ExecutorUnavailable(f"the '{name}' executor is disabled in this sandbox")
+                reg = registrations()[name]
+                why = reg.available()
+                if why is not None:
+                    raise ExecutorUnavailable(why)
+                executor = reg.factory(self.context)
+                subscribe: Callable[[StreamListener], object] | None = getattr(
+                    executor, "subscribe", None
+                )
+                if subscribe is not None:
+                    subscribe(self._publish)
+                self._executors[name] = executor
+                self._locks[name] = threading.Lock()
+            return self._executors[name]
+
+    def execute(self, action: Action) -> Observation:
+        """Carry out `action` with its executor; errors come back as observations."""
+        name = self._executor_name(action.kind)
+        if name is None:
+            return ErrorObservation(content=f"No executor handles actions of kind '{action.kind}'.")
+        try:
+            executor = self.executor(name)
+        except ExecutorUnavailable as exc:
+            return unavailable(action.kind, str(exc))
+        with self._locks[name]:
+            try:
+                return executor.execute(action)
+            except Exception as exc:  # an executor bug must not take the server down
+                return ErrorObservation(
+                    error_kind="internal",
+                    content=f"The {name} executor failed: {type(exc).__name__}: {exc}",
+                )
+
+    def subscribe(self, listener: StreamListener) -> Callable[[], None]:
+        """Call `listener` with every output chunk of the shell; returns the unsubscribe call."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def close(self) -> None:
+        """Stop every executor and the processes they started."""
+        with self._build_lock:
+            executors, self._executors = self._executors, {}
+        for executor in executors.values():
+            try:
+                executor.close()
+            except Exception:  # closing must reach every executor
+                pass
+
+    def _publish(self, event: object) -> None:
+        for listener in list(self._listeners):
+            listener(event)  # type: ignore[arg-type]
+
+    def _executor_name(self, kind: str) -> str | None:
+        for name, reg in registrations().items():
+            if kind in reg.action_kinds:
+                return name
+        return None
+
+    def _shell_cwd(self) -> str | None:
+        shell = self._executors.get("bash")
+        cwd: Callable[[], str | None] | None = getattr(shell, "cwd", None)
+        return cwd() if cwd is not None else None

@@ -1,0 +1,24 @@
+"""Executors: one module per family of actions, registered by name in `base`.
+
+- `bash`: the persistent shell (pexpect pty), streams output while a command runs.
+- `files`: the `str_replace_editor` contract.
+- `jupyter`: an IPython kernel through jupyter_client.
+- `browser`: BrowserGym driving Debian's Chromium (optional: missing Chromium is reported).
+Importing a module registers it; heavy imports happen when the executor is first built.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BUILTIN = ("bash", "files", "jupyter", "browser")
+
+
+def load_builtin_executors() -> None:
+    """Import the built-in executor modules so that they register themselves."""
+    for name in BUILTIN:
+        try:
+            importlib.import_module(f"sandbox.executors.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"sandbox.executors.{name}":
+                raise

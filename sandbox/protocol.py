@@ -1,0 +1,251 @@
+"""The wire contract between workbench and the sandbox: actions in, observations and output out.
+
+Every model is immutable and round-trips through JSON. `Action` and `Observation` are
+discriminated unions on `kind`, so `parse_action(json)` gives back the right class or raises a
+`pydantic.ValidationError` that names the bad field. `workbench` reuses these models; nothing
+here imports `workbench`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+
+DEFAULT_SOFT_TIMEOUT_S = 10.0
+"""A running command with no new output for this long returns with exit code -1."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- actions
+
+
+class CmdRunAction(_Model):
+    """Run one command in the persistent shell, or talk to the command already running."""
+
+    kind: Literal["run"] = "run"
+    command: str
+    is_input: bool = False
+    """Send `command` as text (or a key such as `C-c`) to the running process."""
+    timeout: float | None = None
+    """Hard limit in seconds: the call returns after it with exit code -1."""
+    soft_timeout: float = DEFAULT_SOFT_TIMEOUT_S
+    """Return with exit code -1 once the command prints nothing new for this long."""
+
+
+class SetEnvAction(_Model):
+    """Add environment variables to the shell session (values are never echoed back)."""
+
+    kind: Literal["set_env"] = "set_env"
+    env: dict[str, str]
+
+
+EditCommand = Literal["view", "create", "str_replace", "insert", "undo_edit"]
+
+
+class FileEditAction(_Model):
+    """One editor command on an absolute path (the `str_replace_editor` tool)."""
+
+    kind: Literal["edit"] = "edit"
+    command: EditCommand
+    path: str
+    file_text: str | None = None
+    old_str: str | None = None
+    new_str: str | None = None
+    insert_line: int | None = None
+    view_range: list[int] | None = None
+
+
+class IPythonAction(_Model):
+    """Run a cell in the session's IPython kernel."""
+
+    kind: Literal["ipython"] = "ipython"
+    code: str
+    timeout: float | None = None
+
+
+class BrowseAction(_Model):
+    """One BrowserGym action string, e.g. `goto("http://127.0.0.1:8000")` or `click("12")`."""
+
+    kind: Literal["browse"] = "browse"
+    action: str
+
+
+Action = Annotated[
+    CmdRunAction | SetEnvAction | FileEditAction | IPythonAction | BrowseAction,
+    Field(discriminator="kind"),
+]
+
+# --------------------------------------------------------------------------- observations
+
+
+class CmdOutputObservation(_Model):
+    """What a shell command printed, with its exit code (-1: still running) and the cwd."""
+
+    kind: Literal["run"] = "run"
+    command: str
+    content: str
+    exit_code: int
+    cwd: str | None = None
+    running: bool = False
+    """True when the command had not finished when this observation was made."""
+    note: str | None = None
+    """A sentence for the agent: why it returned early, that the shell was restarted, ..."""
+
+
+class SetEnvObservation(_Model):
+    """Which variables were set (names only)."""
+
+    kind: Literal["set_env"] = "set_env"
+    names: list[str]
+    content: str = ""
+
+
+class FileEditObservation(_Model):
+    """The editor's answer; `diff` is a unified diff for commands that changed the file."""
+
+    kind: Literal["edit"] = "edit"
+    command: EditCommand
+    path: str
+    content: str
+    diff: str | None = None
+
+
+class IPythonObservation(_Model):
+    """A cell's text output (errors included) and the image files it displayed."""
+
+    kind: Literal["ipython"] = "ipython"
+    code: str
+    content: str
+    images: list[str] = Field(default_factory=list)
+    """Artifact names, fetched with the server's download endpoint."""
+    error: bool = False
+    note: str | None = None
+
+
+class BrowseObservation(_Model):
+    """The page after a browser action: URL, text, accessibility tree, screenshot artifact."""
+
+    kind: Literal["browse"] = "browse"
+    action: str
+    url: str = ""
+    title: str = ""
+    content: str = ""
+    axtree: str = ""
+    screenshot: str | None = None
+    error: str | None = None
+
+
+ErrorKind = Literal[
+    "bad_action",  # the action could not be carried out as asked (bad path, bad argument ...)
+    "unavailable",  # the executor for this action is missing here (no Chromium, ...)
+    "busy",  # another action is still running in that executor
+    "internal",  # an executor failed; the message says how
+    "sandbox",  # the sandbox itself could not be reached or restarted
+]
+
+
+class ErrorObservation(_Model):
+    """The action was not carried out (or failed outright); `content` says why and what to do."""
+
+    kind: Literal["error"] = "error"
+    error_kind: ErrorKind = "bad_action"
+    content: str
+
+
+Observation = Annotated[
+    CmdOutputObservation
+    | SetEnvObservation
+    | FileEditObservation
+    | IPythonObservation
+    | BrowseObservation
+    | ErrorObservation,
+    Field(discriminator="kind"),
+]
+
+# --------------------------------------------------------------------------- streaming
+
+
+class OutputChunk(_Model):
+    """A piece of output of the running shell command, as it arrives (for the live shell pane)."""
+
+    kind: Literal["output"] = "output"
+    seq: int
+    command: str
+    data: str
+
+
+class CommandFinished(_Model):
+    """The running shell command finished (sent on the stream after its last chunk)."""
+
+    kind: Literal["finished"] = "finished"
+    seq: int
+    command: str
+    exit_code: int
+    cwd: str | None = None
+
+
+StreamEvent = Annotated[OutputChunk | CommandFinished, Field(discriminator="kind")]
+
+# --------------------------------------------------------------------------- server info
+
+
+class ServerInfo(_Model):
+    """What `/health` answers: alive, versions, uptime and memory."""
+
+    status: Literal["ok"] = "ok"
+    protocol_version: int = PROTOCOL_VERSION
+    workspace: str
+    uptime_s: float
+    rss_mb: float
+    executors: dict[str, bool]
+    """Executor name -> available here."""
+    pid: int
+
+
+class FileEntry(_Model):
+    """One entry of a file listing."""
+
+    path: str
+    is_dir: bool
+    size: int
+
+
+_action_adapter: TypeAdapter[Action] = TypeAdapter(Action)
+_observation_adapter: TypeAdapter[Observation] = TypeAdapter(Observation)
+_stream_adapter: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+
+
+def parse_action(data: str | bytes | dict[str, object]) -> Action:
+    """Validate JSON text or a dict as one of the action models."""
+    if isinstance(data, dict):
+        return _action_adapter.validate_python(data)
+    return _action_adapter.validate_json(data)
+
+
+def parse_observation(data: str | bytes | dict[str, object]) -> Observation:
+    """Validate JSON text or a dict as one of the observation models."""
+    if isinstance(data, dict):
+        return _observation_adapter.validate_python(data)
+    return _observation_adapter.validate_json(data)
+
+
+def parse_stream_event(data: str | bytes | dict[str, object]) -> StreamEvent:
+    """Validate JSON text or a dict as an output chunk or a finished marker."""
+    if isinstance(data, dict):
+        return _stream_adapter.validate_python(data)
+    return _stream_adapter.validate_json(data)
+
+
+ACTION_TYPES: tuple[type[BaseModel], ...] = (
+    CmdRunAction,
+    SetEnvAction,
+    FileEditAction,
+    IPythonAction,
+    BrowseAction,
+)

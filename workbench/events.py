@@ -1,0 +1,229 @@
+"""Events: the one currency of a session. Each is immutable, has an id, a time and a source.
+
+The controller emits them, the session log stores them (one JSON line each), the headless
+printer and the TUI render them, replay feeds them back. Actions and observations that reach
+the sandbox are the models of `sandbox.protocol`; `think` and `finish` stay in the agent.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from sandbox.protocol import (
+    BrowseAction,
+    BrowseObservation,
+    CmdOutputObservation,
+    CmdRunAction,
+    ErrorObservation,
+    FileEditAction,
+    FileEditObservation,
+    IPythonAction,
+    IPythonObservation,
+    SetEnvAction,
+    SetEnvObservation,
+)
+
+EVENT_SCHEMA_VERSION = 1
+
+EventSource = Literal["user", "agent", "environment"]
+RiskLevel = Literal["LOW", "MEDIUM", "HIGH"]
+AgentState = Literal[
+    "idle",  # nothing to do yet (the TUI before the first task)
+    "running",
+    "awaiting_confirmation",
+    "awaiting_user",
+    "paused",
+    "finished",
+    "error",
+    "stopped",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ThinkAction(_Frozen):
+    """The agent writes down a thought; nothing runs."""
+
+    kind: Literal["think"] = "think"
+    thought: str
+
+
+class FinishAction(_Frozen):
+    """The agent says it is done (or gives up, with `outcome="gave_up"`)."""
+
+    kind: Literal["finish"] = "finish"
+    message: str
+    outcome: Literal["success", "gave_up"] = "success"
+
+
+class ThinkObservation(_Frozen):
+    """The acknowledgement of a thought."""
+
+    kind: Literal["think"] = "think"
+    content: str = "Your thought has been logged."
+
+
+class RejectedObservation(_Frozen):
+    """The action was not run because confirmation was refused; `content` tells the agent."""
+
+    kind: Literal["rejected"] = "rejected"
+    content: str
+
+
+AnyAction = Annotated[
+    CmdRunAction
+    | SetEnvAction
+    | FileEditAction
+    | IPythonAction
+    | BrowseAction
+    | ThinkAction
+    | FinishAction,
+    Field(discriminator="kind"),
+]
+
+AnyObservation = Annotated[
+    CmdOutputObservation
+    | SetEnvObservation
+    | FileEditObservation
+    | IPythonObservation
+    | BrowseObservation
+    | ErrorObservation
+    | ThinkObservation
+    | RejectedObservation,
+    Field(discriminator="kind"),
+]
+
+
+class _Event(_Frozen):
+    id: int
+    timestamp: float = Field(default_factory=time.time)
+    source: EventSource
+
+
+class MessageEvent(_Event):
+    """Text from the user or the agent (a user task, a queued message, the agent's reply)."""
+
+    kind: Literal["message"] = "message"
+    text: str
+
+
+class ActionEvent(_Event):
+    """The agent asked for a tool call; `action` says what, `thought` is the text around it."""
+
+    kind: Literal["action"] = "action"
+    source: EventSource = "agent"
+    tool_name: str
+    tool_call_id: str
+    action: AnyAction
+    thought: str = ""
+    security_risk: RiskLevel | None = None
+    """What the LLM declared; the analyzer's verdict is in the confirmation events."""
+
+
+class ObservationEvent(_Event):
+    """The result of the action with id `cause`."""
+
+    kind: Literal["observation"] = "observation"
+    source: EventSource = "environment"
+    cause: int
+    tool_call_id: str
+    observation: AnyObservation
+
+
+class AgentErrorEvent(_Event):
+    """A tool call the controller could not turn into an action (bad JSON, unknown tool ...).
+
+    It is answered to the LLM as the tool result of `tool_call_id`, so the agent can correct it.
+    """
+
+    kind: Literal["agent_error"] = "agent_error"
+    source: EventSource = "environment"
+    tool_name: str
+    tool_call_id: str
+    arguments: str
+    content: str
+
+
+class ConfirmationRequestEvent(_Event):
+    """The action with id `cause` waits for a person's (or the headless policy's) answer."""
+
+    kind: Literal["confirmation_request"] = "confirmation_request"
+    source: EventSource = "environment"
+    cause: int
+    risk: RiskLevel
+    reason: str
+
+
+class ConfirmationDecisionEvent(_Event):
+    """The answer to a confirmation request, with the rule that decided it."""
+
+    kind: Literal["confirmation_decision"] = "confirmation_decision"
+    source: EventSource = "user"
+    cause: int
+    approved: bool
+    rule: str
+    reason: str = ""
+
+
+class StateChangedEvent(_Event):
+    """The controller entered `state`; `reason` says why (and carries the stop cause)."""
+
+    kind: Literal["state"] = "state"
+    source: EventSource = "environment"
+    state: AgentState
+    reason: str = ""
+
+
+class LLMCallEvent(_Event):
+    """Accounting for one LLM call: tokens, cost and time (never the key or the prompt)."""
+
+    kind: Literal["llm_call"] = "llm_call"
+    source: EventSource = "agent"
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    latency_ms: float
+    retries: int = 0
+
+
+class ErrorEvent(_Event):
+    """Something went wrong outside the agent's control (LLM down, sandbox dead ...)."""
+
+    kind: Literal["error"] = "error"
+    source: EventSource = "environment"
+    error_kind: str
+    message: str
+
+
+Event = Annotated[
+    MessageEvent
+    | ActionEvent
+    | ObservationEvent
+    | AgentErrorEvent
+    | ConfirmationRequestEvent
+    | ConfirmationDecisionEvent
+    | StateChangedEvent
+    | LLMCallEvent
+    | ErrorEvent,
+    Field(discriminator="kind"),
+]
+
+_event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes | dict[str, object]) -> Event:
+    """Validate JSON text or a dict as one of the event models."""
+    if isinstance(data, dict):
+        return _event_adapter.validate_python(data)
+    return _event_adapter.validate_json(data)
+
+
+def event_to_json(event: Event) -> str:
+    """One compact JSON line for `event` (no newline inside)."""
+    return event.model_dump_json()
