@@ -1,0 +1,201 @@
+"""The `browser` executor: BrowserGym in a child process (`browser_worker`), one JSON line a step.
+
+The worker starts on the first browse action (~1 s); a worker that dies or hangs is killed and
+started again on the next action, and that observation says the page state was lost.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, ClassVar
+
+from sandbox.executors.base import ExecutorContext, register
+from sandbox.executors.browser_worker import chromium_path
+from sandbox.protocol import Action, BrowseAction, BrowseObservation, ErrorObservation, Observation
+
+START_TIMEOUT_S = 60.0
+STEP_TIMEOUT_S = 60.0
+ACTION_HINT = (
+    'Use BrowserGym calls such as goto("http://127.0.0.1:8000"), click("12"), '
+    'fill("7", "text"), scroll(0, 300), go_back(), press("7", "Enter").'
+)
+
+
+class BrowserUnavailable(Exception):
+    """The worker could not start; the message says why."""
+
+
+class BrowserExecutor:
+    """Runs BrowserGym action strings against a headless Chromium in a child process."""
+
+    name: ClassVar[str] = "browser"
+    action_kinds: ClassVar[tuple[str, ...]] = ("browse",)
+
+    def __init__(self, context: ExecutorContext) -> None:
+        self._context = context
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self._restarted = False
+
+    @classmethod
+    def from_context(cls, context: ExecutorContext) -> BrowserExecutor:
+        """Build the executor; the browser itself starts on the first action."""
+        return cls(context)
+
+    def execute(self, action: Action) -> Observation:
+        """Run one BrowserGym action string and describe the page after it."""
+        if not isinstance(action, BrowseAction):
+            return ErrorObservation(content=f"The browser cannot run '{action.kind}' actions.")
+        if not action.action.strip():
+            return ErrorObservation(content=f"Empty browser action. {ACTION_HINT}")
+        try:
+            ast.parse(action.action)
+        except SyntaxError as exc:
+            return ErrorObservation(
+                content=f"The browser action is not valid Python call syntax ({exc.msg}). "
+                f"{ACTION_HINT}"
+            )
+        note = ""
+        if self._proc is None or self._proc.poll() is not None:
+            if self._proc is not None:
+                note = "The browser had stopped and was restarted: open pages were lost. "
+                self._stop()
+            try:
+                self._start()
+            except BrowserUnavailable as exc:
+                return ErrorObservation(error_kind="unavailable", content=str(exc))
+        try:
+            answer = self._request({"action": action.action}, STEP_TIMEOUT_S)
+        except TimeoutError:
+            self._stop()
+            return ErrorObservation(
+                error_kind="internal",
+                content=f"The browser did not answer within {STEP_TIMEOUT_S:.0f} s and was "
+                "stopped; the next action starts a fresh browser.",
+            )
+        except BrowserUnavailable as exc:
+            self._stop()
+            return ErrorObservation(error_kind="internal", content=str(exc))
+        if "fatal" in answer:
+            return ErrorObservation(
+                error_kind="internal", content=f"{note}The browser failed: {answer['fatal']}"
+            )
+        error = answer.get("error")
+        return BrowseObservation(
+            action=action.action,
+            url=answer.get("url", ""),
+            title=answer.get("title", ""),
+            content=note + answer.get("content", ""),
+            axtree=answer.get("axtree", ""),
+            screenshot=answer.get("screenshot"),
+            error=error or None,
+        )
+
+    def close(self) -> None:
+        """Stop the browser process and everything it started."""
+        self._stop()
+
+    def _start(self) -> None:
+        env = {**os.environ, **self._context.env}
+        log = open(self._context.artifacts / "browser-worker.log", "ab")  # noqa: SIM115
+        try:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sandbox.executors.browser_worker",
+                    str(self._context.artifacts),
+                    str(self._context.workspace),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self._context.workspace,
+                env=env,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self._buffer = b""
+        try:
+            ready = self._read_line(START_TIMEOUT_S)
+        except TimeoutError as exc:
+            self._stop()
+            raise BrowserUnavailable(
+                f"The browser did not start within {START_TIMEOUT_S:.0f} s."
+            ) from exc
+        if not ready.get("ready"):
+            self._stop()
+            raise BrowserUnavailable(f"The browser could not start: {ready.get('error')}")
+
+    def _request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps(payload).encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError as exc:
+            raise BrowserUnavailable("The browser process exited unexpectedly.") from exc
+        return self._read_line(timeout)
+
+    def _read_line(self, timeout: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                log = self._context.artifacts / "browser-worker.log"
+                raise BrowserUnavailable(
+                    f"The browser process exited unexpectedly (its log: {log})."
+                )
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=3)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def browser_unavailable_reason() -> str | None:
+    """None when BrowserGym and Chromium are here, otherwise what is missing."""
+    if importlib.util.find_spec("browsergym") is None:
+        return "BrowserGym is not installed (pip install browsergym-core)."
+    if chromium_path() is None:
+        return (
+            "Chromium was not found. Install it (apt-get install chromium) or set "
+            "WORKBENCH_CHROMIUM to its path."
+        )
+    return None
+
+
+register("browser", ("browse",), BrowserExecutor.from_context, browser_unavailable_reason)

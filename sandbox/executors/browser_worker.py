@@ -1,0 +1,189 @@
+"""The browser's own process: BrowserGym's open-ended environment on Debian's Chromium.
+
+Run as `python -m sandbox.executors.browser_worker ARTIFACTS WORKSPACE`. It reads one JSON
+request per line on stdin (`{"action": "goto('...')"}`) and answers one JSON line on stdout.
+Playwright's sync API lives here, away from the server's event loop, and a crash or a hung
+page takes down only this process.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+MAX_TEXT_CHARS = 20_000
+
+
+def chromium_path() -> str | None:
+    """Where Chromium is: `WORKBENCH_CHROMIUM`, else Debian's or Ubuntu's usual places."""
+    configured = os.environ.get("WORKBENCH_CHROMIUM")
+    if configured:
+        return configured if Path(configured).exists() else None
+    for candidate in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"):
+        if Path(candidate).exists():
+            return candidate
+    return None
+
+
+class _TextChat:
+    """Stands in for BrowserGym's chat window, which would launch a second browser."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.recording_start_time = None
+
+    def add_message(self, role: str, msg: str) -> None:
+        self.messages.append({"role": role, "timestamp": time.time(), "message": msg})
+
+    def wait_for_user_message(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _launch_with_our_chromium(pw: Any, executable: str) -> None:
+    """Make every `chromium.launch` use our Chromium and flags (BrowserGym passes its own args)."""
+    original = pw.chromium.launch
+
+    def launch(**kwargs: Any) -> Any:
+        kwargs["executable_path"] = executable
+        kwargs["args"] = list(kwargs.get("args") or []) + CHROMIUM_FLAGS
+        return original(**kwargs)
+
+    pw.chromium.launch = launch
+
+
+class BrowserSession:
+    """One BrowserGym environment, stepped with action strings."""
+
+    def __init__(self, artifacts: Path, workspace: Path) -> None:
+        import browsergym.core
+        import browsergym.core.env as bg_env
+        from browsergym.core.action.highlevel import HighLevelActionSet
+        from playwright.sync_api import sync_playwright
+
+        executable = chromium_path()
+        if executable is None:
+            raise RuntimeError("Chromium was not found (install it: apt-get install chromium)")
+        self.artifacts = artifacts
+        self.workspace = workspace
+        self._names = itertools.count(1)
+        self._pw = sync_playwright().start()
+        _launch_with_our_chromium(self._pw, executable)
+        browsergym.core._set_global_playwright(self._pw)
+        bg_env.Chat = _TextChat
+        self.action_set = HighLevelActionSet(subsets=["chat", "bid", "nav", "tab"], strict=False)
+        self.env = bg_env.BrowserEnv(
+            task_entrypoint=browsergym.core.OpenEndedTask,
+            task_kwargs={"start_url": "about:blank"},
+            headless=True,
+            slow_mo=0,
+            pre_observation_delay=0,
+            timeout=15_000,
+            action_mapping=self.action_set.to_python_code,
+            pw_context_kwargs={"accept_downloads": True},
+        )
+        self.env.reset()
+        self.env.context.on("page", self._watch_downloads)
+        self._watch_downloads(self.env.page)
+
+    def _watch_downloads(self, page: Any) -> None:
+        page.on("download", self._save_download)
+
+    def _save_download(self, download: Any) -> None:
+        target = self.workspace / Path(download.suggested_filename).name
+        download.save_as(target)
+
+    def step(self, action: str) -> dict[str, Any]:
+        """Run one action string and describe the page after it."""
+        from browsergym.utils.obs import flatten_axtree_to_str
+
+        obs, _reward, _done, _truncated, _info = self.env.step(action)
+        screenshot = self._save_screenshot(obs.get("screenshot"))
+        axtree = flatten_axtree_to_str(obs["axtree_object"])
+        try:
+            text = self.env.page.inner_text("body", timeout=2_000)
+        except Exception:  # a page without a body (a PDF, about:blank) has no text to give
+            text = ""
+        titles = obs.get("open_pages_titles") or ()
+        index = int(obs.get("active_page_index", [0])[0]) if len(titles) else 0
+        return {
+            "url": obs.get("url", ""),
+            "title": titles[index] if titles else "",
+            "content": _cut(text, MAX_TEXT_CHARS),
+            "axtree": _cut(axtree, MAX_TEXT_CHARS),
+            "screenshot": screenshot,
+            "error": obs.get("last_action_error") or None,
+        }
+
+    def _save_screenshot(self, pixels: Any) -> str | None:
+        if pixels is None:
+            return None
+        from PIL import Image
+
+        name = f"browser-{os.getpid()}-{next(self._names)}.png"
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="PNG")
+        (self.artifacts / name).write_bytes(buffer.getvalue())
+        return name
+
+    def close(self) -> None:
+        """Close the environment and Playwright."""
+        try:
+            self.env.close()
+        finally:
+            self._pw.stop()
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
+
+
+def main(argv: list[str]) -> int:
+    """Serve step requests on stdin/stdout until stdin closes."""
+    artifacts, workspace = Path(argv[0]), Path(argv[1])
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing else may write on the answer channel
+    try:
+        session = BrowserSession(artifacts, workspace)
+    except Exception as exc:
+        out.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        out.flush()
+        return 1
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            try:
+                answer = session.step(request["action"])
+            except Exception as exc:
+                answer = {"fatal": f"{type(exc).__name__}: {exc}"}
+            out.write(json.dumps(answer) + "\n")
+            out.flush()
+    finally:
+        session.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,144 @@
+"""The browser executor against a real headless Chromium and pages served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sandbox.executors.base import ExecutorContext
+from sandbox.executors.browser import BrowserExecutor, browser_unavailable_reason
+from sandbox.protocol import BrowseAction, BrowseObservation, ErrorObservation
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        browser_unavailable_reason() is not None and not os.environ.get("CI"),
+        reason=str(browser_unavailable_reason()),
+    ),
+]
+
+PAGE = """<html><head><title>Test page</title></head><body>
+<h1>Hello from the test</h1>
+<button onclick="document.getElementById('out').textContent='clicked!'">Press me</button>
+<p id="out">waiting</p>
+<a href="report.txt" download>get report</a>
+</body></html>"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("site")
+    (root / "index.html").write_text(PAGE)
+    (root / "report.txt").write_text("the report\n")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserExecutor]:
+    workspace = tmp_path_factory.mktemp("workspace")
+    artifacts = tmp_path_factory.mktemp("artifacts")
+    executor = BrowserExecutor(ExecutorContext(workspace=workspace, artifacts=artifacts))
+    yield executor
+    executor.close()
+
+
+def browse(browser: BrowserExecutor, action: str) -> BrowseObservation:
+    observation = browser.execute(BrowseAction(action=action))
+    assert isinstance(observation, BrowseObservation), observation
+    return observation
+
+
+def bid_of(observation: BrowseObservation, role: str, name: str) -> str:
+    match = re.search(rf"\[(\w+)\] {role} '{re.escape(name)}'", observation.axtree)
+    assert match, observation.axtree
+    return match.group(1)
+
+
+def test_goto_gives_url_title_text_tree_and_screenshot(
+    browser: BrowserExecutor, site: str
+) -> None:
+    page = browse(browser, f'goto("{site}/index.html")')
+    assert page.url == f"{site}/index.html"
+    assert page.title == "Test page"
+    assert "Hello from the test" in page.content
+    assert "button 'Press me'" in page.axtree
+    assert page.screenshot is not None
+    png = browser._context.artifacts / page.screenshot
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_click_by_bid_changes_the_page(browser: BrowserExecutor, site: str) -> None:
+    page = browse(browser, f'goto("{site}/index.html")')
+    clicked = browse(browser, f'click("{bid_of(page, "button", "Press me")}")')
+    assert "clicked!" in clicked.content
+    assert clicked.error is None
+
+
+def test_unknown_bid_is_reported_not_raised(browser: BrowserExecutor, site: str) -> None:
+    browse(browser, f'goto("{site}/index.html")')
+    page = browse(browser, 'click("no-such-bid")')
+    assert page.error is not None and "no-such-bid" in page.error
+
+
+def test_malformed_action_gets_a_hint(browser: BrowserExecutor) -> None:
+    answer = browser.execute(BrowseAction(action="goto("))
+    assert isinstance(answer, ErrorObservation)
+    assert "goto(" in answer.content and "click(" in answer.content
+
+
+def test_download_lands_in_the_workspace(browser: BrowserExecutor, site: str) -> None:
+    page = browse(browser, f'goto("{site}/index.html")')
+    browse(browser, f'click("{bid_of(page, "link", "get report")}")')
+    target = browser._context.workspace / "report.txt"
+    deadline = time.monotonic() + 10
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert target.read_text() == "the report\n"
+
+
+def test_killed_browser_is_restarted_with_a_note(tmp_path: Path, site: str) -> None:
+    executor = BrowserExecutor(ExecutorContext(workspace=tmp_path, artifacts=tmp_path))
+    try:
+        browse(executor, f'goto("{site}/index.html")')
+        assert executor._proc is not None
+        worker = psutil.Process(executor._proc.pid)
+        family = [worker, *worker.children(recursive=True)]
+        os.killpg(worker.pid, signal.SIGKILL)
+        executor._proc.wait()
+        page = browse(executor, f'goto("{site}/index.html")')
+        assert "restarted" in page.content
+        assert page.title == "Test page"
+    finally:
+        executor.close()
+    time.sleep(0.5)
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_close_leaves_no_process(tmp_path: Path, site: str) -> None:
+    executor = BrowserExecutor(ExecutorContext(workspace=tmp_path, artifacts=tmp_path))
+    browse(executor, f'goto("{site}/index.html")')
+    assert executor._proc is not None
+    worker = psutil.Process(executor._proc.pid)
+    family = [worker, *worker.children(recursive=True)]
+    assert len(family) > 1  # the worker and Chromium's processes
+    executor.close()
+    deadline = time.monotonic() + 5
+    alive = family
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.1)
+    assert not alive
