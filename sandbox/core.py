@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
@@ -37,6 +38,7 @@ class Sandbox:
         self._executors: dict[str, Executor] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._build_lock = threading.Lock()
+        self._build_locks: dict[str, threading.Lock] = {}
         self._listeners: list[StreamListener] = []
         self.context = ExecutorContext(
             workspace=self.workspace,
@@ -54,7 +56,13 @@ class Sandbox:
 
     def executor(self, name: str) -> Executor:
         """The executor registered as `name`, started on first use."""
+        built = self._executors.get(name)
+        if built is not None:
+            return built
+        # One lock per executor: a kernel starting for a second must not hold up the shell.
         with self._build_lock:
+            build_lock = self._build_locks.setdefault(name, threading.Lock())
+        with build_lock:
             if name not in self._executors:
                 if name in self._disabled:
                     raise ExecutorUnavailable(f"the '{name}' executor is disabled in this sandbox")
@@ -68,9 +76,20 @@ class Sandbox:
                 )
                 if subscribe is not None:
                     subscribe(self._publish)
-                self._executors[name] = executor
                 self._locks[name] = threading.Lock()
+                self._executors[name] = executor
             return self._executors[name]
+
+    def warm_up(self, name: str) -> threading.Thread:
+        """Build executor `name` in a background thread, so its first action need not wait."""
+
+        def build() -> None:
+            with contextlib.suppress(Exception):  # its first action reports a failure properly
+                self.executor(name)
+
+        thread = threading.Thread(target=build, name=f"warm-up-{name}", daemon=True)
+        thread.start()
+        return thread
 
     def execute(self, action: Action) -> Observation:
         """Carry out `action` with its executor; errors come back as observations."""
@@ -100,10 +119,8 @@ class Sandbox:
         with self._build_lock:
             executors, self._executors = self._executors, {}
         for executor in executors.values():
-            try:
+            with contextlib.suppress(Exception):  # closing must reach every executor
                 executor.close()
-            except Exception:  # closing must reach every executor
-                pass
 
     def _publish(self, event: object) -> None:
         for listener in list(self._listeners):

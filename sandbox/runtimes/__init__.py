@@ -1,0 +1,40 @@
+"""Runtimes: where the sandbox server runs. All speak to it through `sandbox.client`.
+
+- `base`: the `Runtime` protocol, `SandboxError`, and `ServerRuntime` (restarts, streaming).
+- `local`: the server as a child process of this one (optionally isolated by `bwrap`).
+- `docker`: the server in a container; `remote`: a server somebody else runs, by URL + key.
+Modules are imported by name when a runtime is created, so unused ones cost nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from sandbox.runtimes.base import Runtime, SandboxError
+
+RUNTIMES = {
+    "local": ("sandbox.runtimes.local", "LocalRuntime"),
+    "docker": ("sandbox.runtimes.docker", "DockerRuntime"),
+    "remote": ("sandbox.runtimes.remote", "RemoteRuntime"),
+}
+
+__all__ = ["RUNTIMES", "Runtime", "SandboxError", "create_runtime"]
+
+
+def create_runtime(name: str, **options: Any) -> Runtime:
+    """A runtime by name ("local", "docker", "remote") built with `options`; not started yet."""
+    try:
+        module_name, class_name = RUNTIMES[name]
+    except KeyError:
+        raise SandboxError(
+            f"unknown sandbox runtime {name!r}: use one of {', '.join(sorted(RUNTIMES))}"
+        ) from None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        raise SandboxError(f"the {name!r} runtime is not available in this installation") from exc
+    runtime: Runtime = getattr(module, class_name)(**options)
+    return runtime

@@ -1,0 +1,164 @@
+"""`python -m sandbox serve --workspace DIR`: start the action server.
+
+The token comes from the `SANDBOX_TOKEN` environment variable or `--token-file`, never from
+the command line (it would show in `ps`). Without either, one is generated and written to a
+file only this user can read. Once listening, the server prints exactly one line on stdout,
+`SANDBOX READY {"port": ..., "pid": ...}`; everything after goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+
+TOKEN_ENV = "SANDBOX_TOKEN"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the action server in a workspace")
+    serve.add_argument("--workspace", required=True, type=Path, help="the agent's working folder")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", default=0, type=int, help="port to bind (default: a free one)")
+    serve.add_argument("--token-file", type=Path, help="read the token from this file")
+    serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
+    serve.add_argument(
+        "--disable", action="append", default=[], metavar="EXECUTOR", help="turn an executor off"
+    )
+    serve.add_argument(
+        "--watch-stdin", action="store_true", help="shut down when stdin closes (parent died)"
+    )
+    serve.add_argument("--no-warm-up", action="store_true", help="start the shell lazily")
+    serve.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR")
+    return parser
+
+
+def read_token(token_file: Path | None) -> tuple[str, Path | None]:
+    """The token and, when one was generated, the file it was written to."""
+    token = os.environ.pop(TOKEN_ENV, "").strip()  # popped: the agent's shell must not see it
+    if token:
+        return token, None
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise SystemExit(f"sandbox: cannot read the token file {token_file}: {exc}") from exc
+        if not token:
+            raise SystemExit(f"sandbox: the token file {token_file} is empty")
+        return token, None
+    import secrets
+    import tempfile
+
+    token = secrets.token_urlsafe(32)
+    fd, name = tempfile.mkstemp(prefix="sandbox-token-", suffix=".txt")  # mode 0600
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
+    return token, Path(name)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server until SIGTERM/SIGINT (or stdin closing with --watch-stdin)."""
+    import asyncio
+    import signal
+
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="sandbox %(levelname)s %(message)s"
+    )
+    token, generated = read_token(args.token_file)
+    workspace: Path = args.workspace
+    if workspace.exists() and not workspace.is_dir():
+        raise SystemExit(f"sandbox: the workspace {workspace} is not a directory")
+    workspace.mkdir(parents=True, exist_ok=True)
+
+    # pydantic looks for plugins in every installed distribution's entry points (~10 ms);
+    # the server has none. Unset again so the agent's processes do not inherit it.
+    added = "PYDANTIC_DISABLE_PLUGINS" not in os.environ
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from sandbox.core import Sandbox
+
+    sandbox = Sandbox(workspace, artifacts=args.artifacts, disabled=args.disable)
+    if not args.no_warm_up:
+        sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
+    from sandbox.server import SandboxServer
+
+    if added:
+        del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+    server = SandboxServer(sandbox, token)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            port = await server.start(args.host, args.port)
+        except OSError as exc:
+            raise SystemExit(f"sandbox: cannot listen on {args.host}:{args.port}: {exc}") from exc
+        ready: dict[str, object] = {"port": port, "pid": os.getpid()}
+        if generated is not None:
+            ready["token_file"] = str(generated)
+            print(f"sandbox: token written to {generated}", file=sys.stderr)
+        sys.stdout.write("SANDBOX READY " + json.dumps(ready) + "\n")
+        sys.stdout.flush()
+        os.dup2(2, 1)  # stray prints must not fill a pipe nobody reads any more
+        gc.freeze()  # start-up objects (modules, schemas) need no more collecting
+        gc.enable()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, _stopper(stop, f"received {sig.name}"))
+        if args.watch_stdin:
+            _watch_stdin(loop, stop)
+        await stop.wait()
+        await server.stop()
+
+    asyncio.run(main())
+    return 0
+
+
+def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    os.set_blocking(0, False)
+
+    def readable() -> None:
+        try:
+            data = os.read(0, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(0)
+            _stopper(stop, "stdin closed (the parent went away)")()
+
+    loop.add_reader(0, readable)
+
+
+def _stopper(stop: asyncio.Event, why: str) -> Callable[[], None]:
+    def set_stop() -> None:
+        logging.getLogger("sandbox.server").warning("shutting down: %s", why)
+        stop.set()
+
+    return set_stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `python -m sandbox`."""
+    gc.disable()  # ~5% of the start-up goes to collections that find nothing to free
+    args = build_parser().parse_args(argv)
+    code = serve(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Executor threads may still sit in a blocking call: do not wait for them at exit.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Bubblewrap isolation for the local runtime: the workspace writable, the system read-only.
+
+Binding `/` read-only and then the workspace at a path missing on the host fails ("Can't
+mkdir"), so the system folders are bound one by one (merged-/usr symlinks kept as symlinks)
+and the workspace where it is on the host. The network is shared: the runtime reaches the
+server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+
+
+def bwrap_available() -> str | None:
+    """None when bubblewrap can be used here, otherwise why not."""
+    if sys.platform != "linux":
+        return "bubblewrap isolation needs Linux"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    return None
+
+
+def bwrap_command(
+    workspace: Path, writable: Sequence[Path] = (), readable: Sequence[Path] = ()
+) -> list[str]:
+    """The `bwrap ...` prefix that runs a command with only `workspace` (and `writable`) writable.
+
+    `readable` adds folders the command needs to read (the Python installation, the package).
+    """
+    why = bwrap_available()
+    if why is not None:
+        raise RuntimeError(why)
+    args = [
+        shutil.which("bwrap") or "bwrap",
+        "--die-with-parent",  # nothing survives the runtime's process
+        "--unshare-pid",  # the server's processes die with it
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/run",
+    ]
+    for name in SYSTEM_DIRS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", str(path.readlink()), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    for path in _outermost(readable):
+        args += ["--ro-bind", str(path), str(path)]
+    for path in _outermost([workspace, *writable]):
+        args += ["--bind", str(path), str(path)]
+    home = "/tmp/home"
+    args += ["--dir", home, "--setenv", "HOME", home, "--chdir", str(workspace)]
+    return args
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """Existing folders of `paths`, resolved, without those inside another one."""
+    resolved = sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in resolved:
+        if not any(path.is_relative_to(outer) for outer in kept):
+            kept.append(path)
+    return kept

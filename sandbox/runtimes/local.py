@@ -1,0 +1,304 @@
+"""`LocalRuntime`: the sandbox server as a child process of this one, optionally in bubblewrap.
+
+The server runs in its own process group, gets its token through the environment and a
+session marker (`SANDBOX_SESSION`) that every process it starts inherits, so `close()` can
+find and kill them all, even those orphaned when the server died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from sandbox.runtimes.base import SandboxError, ServerRuntime
+
+if TYPE_CHECKING:
+    from sandbox.client import SandboxClient
+
+SESSION_ENV = "SANDBOX_SESSION"
+READY_PREFIX = b"SANDBOX READY "
+_HIDDEN_PREFIXES = ("LLM_", "WORKBENCH_", "SANDBOX_")
+_SECRET_WORDS = ("API_KEY", "APIKEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+class LocalRuntime(ServerRuntime):
+    """Runs `python -m sandbox serve` as a child process; restarts it if it dies."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        env: Mapping[str, str] | None = None,
+        isolation: Literal["none", "bwrap"] = "none",
+        soft_timeout_s: float | None = None,
+        artifacts: Path | None = None,
+        startup_timeout_s: float = 30.0,
+        disable: Sequence[str] = (),
+        warm_up: bool = True,
+    ) -> None:
+        super().__init__(soft_timeout_s)
+        if isolation not in ("none", "bwrap"):
+            raise SandboxError(f"unknown isolation {isolation!r}: use 'none' or 'bwrap'")
+        self.workspace = Path(workspace).expanduser().resolve()
+        self.env = dict(env or {})
+        self.isolation = isolation
+        self.startup_timeout_s = startup_timeout_s
+        self.disable = tuple(disable)
+        self.warm_up = warm_up
+        self.session_id = secrets.token_hex(8)
+        self._tmp = Path(tempfile.mkdtemp(prefix="sandbox-local-"))
+        self.artifacts = artifacts or self._tmp / "artifacts"
+        self.log_file = self._tmp / "server.log"
+        self.pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # ------------------------------------------------------------------ ServerRuntime
+
+    async def _launch(self) -> SandboxClient:
+        if not self.workspace.is_dir():
+            raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
+        command += ["--workspace", str(self.workspace), "--artifacts", str(self.artifacts)]
+        for name in self.disable:
+            command += ["--disable", name]
+        if not self.warm_up:
+            command.append("--no-warm-up")
+        if self.isolation == "bwrap":
+            command = self._bwrap_prefix() + command
+        with self.log_file.open("ab") as log:
+            try:
+                # A Popen (not asyncio's) so liveness is a cheap poll() from any loop.
+                proc = subprocess.Popen(  # noqa: ASYNC220
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    env=self._child_env(token),
+                    cwd=self.workspace,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise SandboxError(
+                    f"cannot start the sandbox server ({command[0]}): {exc}"
+                ) from exc
+        self._proc = proc
+        # Imported here, not at module import: loading aiohttp overlaps the server's start.
+        from sandbox.client import SandboxClient
+
+        assert proc.stdout is not None
+        try:
+            ready = await _read_ready_line(proc.stdout.fileno(), self.startup_timeout_s)
+        finally:
+            proc.stdout.close()
+        if ready is None:
+            await self._terminate()
+            raise SandboxError(
+                f"the sandbox server did not start within {self.startup_timeout_s:.0f} s. "
+                f"Its log ({self.log_file}) ends with:\n{self._log_tail()}"
+            )
+        try:
+            details = json.loads(ready.removeprefix(READY_PREFIX))
+            port = int(details["port"])
+        except (ValueError, KeyError, TypeError) as exc:
+            await self._terminate()
+            raise SandboxError(
+                f"the sandbox server sent a malformed READY line: {ready!r}"
+            ) from exc
+        self.pid = proc.pid
+        return SandboxClient(f"http://127.0.0.1:{port}", token)
+
+    def _alive(self) -> bool:
+        # A killed server whose threads are still exiting is a zombie leader that waitpid
+        # does not report yet: it serves nothing, so it counts as dead.
+        proc = self._proc
+        return proc is not None and proc.poll() is None and not _is_zombie(proc.pid)
+
+    async def _terminate(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            family = descendants(proc.pid)
+            if proc.poll() is None:
+                _close_quietly(proc.stdin)  # with --watch-stdin the server shuts down at EOF
+                _signal_group(proc.pid, signal.SIGTERM)
+                await _wait_exit(proc, timeout_s=3.0)
+            _signal_group(proc.pid, signal.SIGKILL)
+            kill(family)
+            await _wait_exit(proc, timeout_s=5.0)
+        kill(session_processes(self.session_id))
+        await _wait_gone(self.session_id, timeout_s=2.0)
+
+    def _describe_failure(self) -> str:
+        return f"The server's log is {self.log_file}."
+
+    async def close(self) -> None:
+        """Stop the server and every process of the session, then remove the temporary files."""
+        await super().close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _child_env(self, token: str) -> dict[str, str]:
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(_HIDDEN_PREFIXES)
+            and not any(word in name.upper() for word in _SECRET_WORDS)
+        }
+        env.update(self.env)
+        env.update({"SANDBOX_TOKEN": token, SESSION_ENV: self.session_id})
+        if not any(Path(p or ".").resolve() == _PACKAGE_ROOT for p in sys.path[1:]):
+            env["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [str(_PACKAGE_ROOT), env.get("PYTHONPATH")])
+            )
+        return env
+
+    def _bwrap_prefix(self) -> list[str]:
+        from sandbox.runtimes.bwrap import bwrap_available, bwrap_command
+
+        why = bwrap_available()
+        if why is not None:
+            raise SandboxError(f"isolation 'bwrap' is not possible here: {why}")
+        readable = [Path(sys.prefix), Path(sys.base_prefix), _PACKAGE_ROOT]
+        readable.append(Path(sys.executable).resolve().parent)
+        return bwrap_command(
+            self.workspace, writable=[self._tmp, self.artifacts], readable=readable
+        )
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:]) or "(empty)"
+
+
+# ---------------------------------------------------------------------- processes
+
+
+async def _read_ready_line(fd: int, timeout_s: float) -> bytes | None:
+    """The READY line the server prints on `fd`, or None (EOF, timeout or something else)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bytes | None] = loop.create_future()
+    buffer = bytearray()
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        buffer.extend(data)
+        if b"\n" in buffer or not data:
+            line = bytes(buffer).split(b"\n", 1)[0].strip()
+            if not done.done():
+                done.set_result(line if line.startswith(READY_PREFIX) else None)
+
+    loop.add_reader(fd, readable)
+    try:
+        return await asyncio.wait_for(done, timeout_s)
+    except TimeoutError:
+        return None
+    finally:
+        loop.remove_reader(fd)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` in the process tree (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def session_processes(session_id: str) -> set[int]:
+    """Processes whose environment carries this session's marker (orphans included)."""
+    marker = f"{SESSION_ENV}={session_id}".encode()
+    me = os.getpid()
+    found: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                if marker in environ.read().split(b"\0"):
+                    found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill(pids: Iterable[int]) -> None:
+    """SIGKILL each pid that still exists."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _close_quietly(stream: object) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        with contextlib.suppress(OSError):
+            close()
+
+
+async def _wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    delay = 0.002
+    while proc.poll() is None and time.monotonic() < deadline:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+async def _wait_gone(session_id: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = [pid for pid in session_processes(session_id) if not _is_zombie(pid)]
+        if not left:
+            return
+        kill(left)
+        await asyncio.sleep(0.02)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True

@@ -1,0 +1,279 @@
+"""The local runtime with a real server child process: start, restart, close, isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sandbox.protocol import (
+    CmdOutputObservation,
+    CmdRunAction,
+    ErrorObservation,
+    FileEditAction,
+    FileEditObservation,
+    IPythonAction,
+    IPythonObservation,
+    OutputChunk,
+)
+from sandbox.runtimes import create_runtime
+from sandbox.runtimes.base import SandboxError
+from sandbox.runtimes.local import LocalRuntime, session_processes
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[LocalRuntime]:
+    (tmp_path / "ws").mkdir()
+    rt = LocalRuntime(tmp_path / "ws")
+    await rt.start()
+    yield rt
+    await rt.close()
+
+
+def family(pid: int) -> list[psutil.Process]:
+    """The process and everything below it."""
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running (zombies count as gone)."""
+    left = []
+    for proc in processes:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+
+async def wait_dead(pid: int) -> None:
+    for _ in range(500):
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"process {pid} did not die")
+
+
+async def test_start_execute_info_close(runtime: LocalRuntime) -> None:
+    assert runtime.state == "ready" and runtime.pid is not None
+    info = await runtime.info()
+    assert info.pid == runtime.pid and info.workspace == str(runtime.workspace)
+    observation = await runtime.execute(CmdRunAction(command="echo hello"))
+    assert isinstance(observation, CmdOutputObservation)
+    assert observation.exit_code == 0 and "hello" in observation.content
+    assert observation.note is None
+
+
+async def test_runtime_files_and_artifacts(runtime: LocalRuntime) -> None:
+    await runtime.upload("a/b.txt", b"payload")
+    assert (runtime.workspace / "a" / "b.txt").read_bytes() == b"payload"
+    assert await runtime.download_file("a/b.txt") == b"payload"
+    assert [e.path for e in await runtime.list_files("a")] == ["a/b.txt"]
+    (runtime.artifacts / "shot.png").write_bytes(b"png")
+    assert await runtime.download("shot.png") == b"png"
+
+
+async def test_killed_server_is_restarted_and_the_next_action_works(runtime: LocalRuntime) -> None:
+    await runtime.execute(CmdRunAction(command="export GONE=1"))
+    old_pid = runtime.pid
+    assert old_pid is not None
+    os.kill(old_pid, signal.SIGKILL)
+    await wait_dead(old_pid)
+    observation = await runtime.execute(CmdRunAction(command="echo ok ${GONE:-unset}"))
+    assert isinstance(observation, CmdOutputObservation), (observation, runtime._log_tail())
+    assert observation.exit_code == 0 and "ok unset" in observation.content
+    assert observation.note and "restarted" in observation.note
+    assert runtime.pid != old_pid and runtime.restarts == 1 and runtime.state == "ready"
+    again = await runtime.execute(CmdRunAction(command="echo fine"))
+    assert isinstance(again, CmdOutputObservation) and again.note is None
+
+
+async def test_restart_note_on_an_observation_without_a_note_field(runtime: LocalRuntime) -> None:
+    assert runtime.pid is not None
+    os.kill(runtime.pid, signal.SIGKILL)
+    await wait_dead(runtime.pid)
+    view = await runtime.execute(FileEditAction(command="view", path=str(runtime.workspace)))
+    assert isinstance(view, FileEditObservation), (view.content, runtime._log_tail())
+    assert "restarted" in view.content
+
+
+async def test_action_lost_mid_flight_says_so(runtime: LocalRuntime) -> None:
+    pid = runtime.pid
+    assert pid is not None
+    running = asyncio.create_task(runtime.execute(CmdRunAction(command="sleep 5; echo late")))
+    await asyncio.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    observation = await asyncio.wait_for(running, 10)
+    assert isinstance(observation, ErrorObservation) and observation.error_kind == "sandbox"
+    assert "restarted" in observation.content and "run it again" in observation.content
+    after = await runtime.execute(CmdRunAction(command="echo back"))
+    assert isinstance(after, CmdOutputObservation) and "back" in after.content
+
+
+async def test_unrecoverable_after_failed_restarts(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    runtime = LocalRuntime(workspace)
+    await runtime.start()
+    try:
+        assert runtime.pid is not None
+        shutil.rmtree(workspace)  # every restart now fails
+        os.kill(runtime.pid, signal.SIGKILL)
+        await wait_dead(runtime.pid)
+        with pytest.raises(SandboxError, match="unrecoverable") as failure:
+            await runtime.execute(CmdRunAction(command="echo hi"))
+        assert "does not exist" in str(failure.value) and "start a new one" in str(failure.value)
+        assert runtime.state == "dead"
+        with pytest.raises(SandboxError, match="unrecoverable"):
+            await runtime.execute(CmdRunAction(command="echo hi"))
+    finally:
+        await runtime.close()
+
+
+async def test_start_failure_is_actionable(tmp_path: Path) -> None:
+    runtime = LocalRuntime(tmp_path / "missing")
+    with pytest.raises(SandboxError, match="does not exist"):
+        await runtime.start()
+    await runtime.close()
+    with pytest.raises(SandboxError, match="closed"):
+        await runtime.execute(CmdRunAction(command="echo hi"))
+
+
+async def test_close_leaves_no_process(tmp_path: Path) -> None:
+    runtime = LocalRuntime(tmp_path)
+    await runtime.start()
+    await runtime.execute(CmdRunAction(command="sleep 300 > /dev/null 2>&1 &"))
+    await runtime.execute(CmdRunAction(command="(setsid sleep 301 > /dev/null 2>&1 &)"))
+    cell = await runtime.execute(IPythonAction(code="import os; os.getpid()"))
+    assert isinstance(cell, IPythonObservation) and not cell.error
+    assert runtime.pid is not None
+    before = family(runtime.pid)
+    names = " ".join(" ".join(p.cmdline()) for p in before)
+    assert "sleep 300" in names and "kernel" in names and "bash" in names
+    await runtime.close()
+    assert alive(before) == []
+    assert session_processes(runtime.session_id) == set()
+    assert runtime.state == "closed"
+    assert not runtime._tmp.exists()
+
+
+async def test_close_after_a_crash_kills_the_orphans(tmp_path: Path) -> None:
+    runtime = LocalRuntime(tmp_path)
+    await runtime.start()
+    await runtime.execute(CmdRunAction(command="sleep 302 > /dev/null 2>&1 &"))
+    assert runtime.pid is not None
+    before = family(runtime.pid)
+    os.kill(runtime.pid, signal.SIGKILL)
+    await wait_dead(runtime.pid)
+    await runtime.close()
+    assert alive(before) == []
+
+
+async def test_stream_follows_commands(runtime: LocalRuntime) -> None:
+    chunks: list[str] = []
+
+    async def listen() -> None:
+        async for event in runtime.stream():
+            if isinstance(event, OutputChunk):
+                chunks.append(event.data)
+
+    listener = asyncio.create_task(listen())
+    for _ in range(50):
+        await runtime.execute(CmdRunAction(command="echo streamed"))
+        await asyncio.sleep(0.05)
+        if any("streamed" in chunk for chunk in chunks):
+            break
+    assert any("streamed" in chunk for chunk in chunks)
+    await runtime.close()
+    await asyncio.wait_for(listener, 5)  # the stream ends with the runtime
+
+
+async def test_stream_survives_a_restart(runtime: LocalRuntime) -> None:
+    chunks: list[str] = []
+
+    async def listen() -> None:
+        async for event in runtime.stream():
+            if isinstance(event, OutputChunk):
+                chunks.append(event.data)
+
+    async def echo_until_seen(word: str) -> bool:
+        for _ in range(50):
+            await runtime.execute(CmdRunAction(command=f"echo {word}"))
+            await asyncio.sleep(0.05)
+            if any(word in chunk for chunk in chunks):
+                return True
+        return False
+
+    listener = asyncio.create_task(listen())
+    try:
+        assert await echo_until_seen("before")
+        assert runtime.pid is not None
+        os.kill(runtime.pid, signal.SIGKILL)
+        await wait_dead(runtime.pid)
+        assert await echo_until_seen("after")
+    finally:
+        listener.cancel()
+
+
+async def test_secrets_and_the_token_stay_out_of_the_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLM_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-secret")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    runtime = LocalRuntime(tmp_path, env={"EXTRA": "given"})
+    await runtime.start()
+    try:
+        observation = await runtime.execute(CmdRunAction(command="env"))
+        assert isinstance(observation, CmdOutputObservation)
+        assert "HARMLESS_SETTING=visible" in observation.content
+        assert "EXTRA=given" in observation.content
+        for secret in ("sk-very-secret", "tok-secret", "SANDBOX_TOKEN"):
+            assert secret not in observation.content
+    finally:
+        await runtime.close()
+
+
+async def test_soft_timeout_from_the_runtime(tmp_path: Path) -> None:
+    runtime = create_runtime("local", workspace=tmp_path, soft_timeout_s=0.5)
+    await runtime.start()
+    try:
+        observation = await runtime.execute(CmdRunAction(command="sleep 3"))
+        assert isinstance(observation, CmdOutputObservation) and observation.exit_code == -1
+        await runtime.execute(CmdRunAction(command="C-c", is_input=True))
+    finally:
+        await runtime.close()
+
+
+def test_create_runtime_rejects_unknown_names() -> None:
+    with pytest.raises(SandboxError, match="unknown sandbox runtime 'moon'"):
+        create_runtime("moon")
+    with pytest.raises(SandboxError, match="isolation"):
+        LocalRuntime(".", isolation="jail")  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+async def test_bwrap_isolation(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    runtime = LocalRuntime(workspace, isolation="bwrap")
+    await runtime.start()
+    try:
+        wrote = await runtime.execute(CmdRunAction(command="echo made > inside.txt && pwd"))
+        assert isinstance(wrote, CmdOutputObservation) and wrote.exit_code == 0
+        assert (workspace / "inside.txt").read_text() == "made\n"
+        system = await runtime.execute(CmdRunAction(command="touch /usr/escape; echo rc=$?"))
+        assert isinstance(system, CmdOutputObservation) and "rc=1" in system.content
+        outside = await runtime.execute(CmdRunAction(command=f"ls {tmp_path}"))
+        assert isinstance(outside, CmdOutputObservation) and "ws" in outside.content
+        assert "server.log" not in outside.content  # only the workspace of tmp_path is there
+    finally:
+        await runtime.close()
