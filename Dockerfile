@@ -1,0 +1,41 @@
+# The workbench app in a container, for headless runs that start sibling sandbox containers.
+#
+# Nothing is downloaded inside the build (many networks cannot verify TLS from a container):
+# the wheels come in the build context, made on the host by scripts/app-image, which also
+# picks the base image and runs `docker build`. By hand:
+#   python3 -m pip wheel --wheel-dir ctx/wheels .            # host Python = image Python
+#   docker build -f Dockerfile --build-arg BASE_IMAGE=workbench-base:bookworm -t workbench ctx
+#
+# Run (paths for the sandbox are HOST paths: the engine resolves them, not this container):
+#   docker run --rm -v /var/run/docker.sock:/var/run/docker.sock -v wb-state:/state \
+#     -e WORKSPACE_BASE=$PWD -e SANDBOX_USER_ID=$(id -u) -e SANDBOX_VOLUMES=$HOME/data:/data:ro \
+#     -e LLM_MODEL=... -e LLM_API_KEY=... workbench --headless -t "..."
+# See docs/docker.md and docs/kubernetes.md.
+
+ARG BASE_IMAGE=workbench-base:bookworm
+
+FROM ${BASE_IMAGE} AS build
+COPY wheels /wheels
+RUN python3 -m venv /opt/workbench \
+ && /opt/workbench/bin/python -m pip install --no-index --find-links /wheels --no-cache-dir \
+        --disable-pip-version-check --progress-bar off workbench \
+ && /opt/workbench/bin/python -m pip download --no-index --find-links /wheels \
+        --disable-pip-version-check --dest /opt/workbench/sandbox-wheels \
+        pydantic aiohttp h11 pexpect jupyter_client ipykernel
+
+FROM ${BASE_IMAGE}
+COPY --from=build /opt/workbench /opt/workbench
+# WORKBENCH_WHEELS: the sandbox image is built from these wheels, offline (same Python as
+# this image's when the sandbox uses the same base image, the default).
+ENV PATH=/opt/workbench/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PYTHONUNBUFFERED=1 \
+    WORKBENCH_IN_DOCKER=1 \
+    WORKBENCH_WHEELS=/opt/workbench/sandbox-wheels \
+    WORKBENCH_CONFIG_DIR=/state/config \
+    WORKBENCH_DATA_DIR=/state/data \
+    WORKBENCH_CACHE_DIR=/state/cache \
+    RUNTIME=docker
+VOLUME /state
+WORKDIR /state
+ENTRYPOINT ["workbench"]
+CMD ["--help"]

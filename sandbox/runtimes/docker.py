@@ -1,0 +1,392 @@
+"""`DockerRuntime`: the sandbox server in a Docker container, reached over a port on 127.0.0.1.
+
+The image comes from `docker_image.ensure_image` (built once, offline, tagged by content). The
+container mounts the workspace at /workspace plus `SANDBOX_VOLUMES`, runs the server as the
+host user (files the agent creates belong to you, not root), and is removed on close or kept
+running for the next session (`keep_alive`, found again by name). `ServerRuntime` restarts a
+container that died. The docker SDK is blocking: its calls run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox.client import SandboxClient
+from sandbox.runtimes.base import (
+    SandboxConnectionError,
+    SandboxError,
+    SandboxRequestError,
+    ServerRuntime,
+)
+from sandbox.runtimes.docker_image import (
+    DEFAULT_BASE_IMAGE,
+    DEFAULT_IMAGE_PREFIX,
+    docker_client,
+    ensure_image,
+    log,
+)
+
+SERVER_PORT = 8000
+LABEL = "workbench.sandbox"
+"""Every container we start carries this label (value "1"), so stale ones can be found."""
+START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Volume:
+    """One extra mount: a host path at a container path, read-only or not."""
+
+    host: str
+    container: str
+    read_only: bool = False
+
+    @classmethod
+    def parse(cls, spec: str) -> Volume:
+        """Read "host:container[:ro|rw]"; SandboxError saying what is wrong otherwise."""
+        parts = spec.strip().split(":")
+        if len(parts) not in (2, 3) or not parts[0] or not parts[1].startswith("/"):
+            raise SandboxError(
+                f"Bad volume {spec!r}: expected host_path:container_path[:ro|rw] with an "
+                "absolute container path, e.g. /data/in:/mnt/in:ro."
+            )
+        mode = parts[2] if len(parts) == 3 else "rw"
+        if mode not in ("ro", "rw"):
+            raise SandboxError(f"Bad volume {spec!r}: the mode must be ro or rw, not {mode!r}.")
+        return cls(parts[0], parts[1], mode == "ro")
+
+
+def parse_volumes(volumes: str | Sequence[str]) -> list[Volume]:
+    """`SANDBOX_VOLUMES` (comma-separated) or a list of specs, as `Volume`s."""
+    specs = volumes.split(",") if isinstance(volumes, str) else list(volumes)
+    return [Volume.parse(spec) for spec in specs if spec.strip()]
+
+
+def in_container() -> bool:
+    """True when this process itself runs in a container (sibling containers via the socket)."""
+    return Path("/.dockerenv").exists() or os.environ.get("WORKBENCH_IN_DOCKER") == "1"
+
+
+def reach_by_container_ip() -> bool:
+    """Whether to reach sandboxes on their bridge address rather than a port on 127.0.0.1.
+
+    Only for a container talking to its host's engine through the socket: the published port
+    is on the host's loopback, out of reach. Docker-in-Docker (the engine runs beside us) and
+    a plain host use the published port. `WORKBENCH_DOCKER_CONNECT=ip|port` decides by hand.
+    """
+    forced = os.environ.get("WORKBENCH_DOCKER_CONNECT", "")
+    if forced in ("ip", "port"):
+        return forced == "ip"
+    return in_container() and not _local_dockerd()
+
+
+@functools.cache
+def _local_dockerd() -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm", "rb") as comm:
+                    if comm.read().strip() == b"dockerd":
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+class DockerRuntime(ServerRuntime):
+    """The sandbox server in a container of the sandbox image, one container per session."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        volumes: str | Sequence[str] = (),
+        user_id: int | None = None,
+        env: Mapping[str, str] | None = None,
+        memory: str | None = "2g",
+        name_prefix: str = "workbench-sandbox-",
+        keep_alive: bool = False,
+        base_image: str = DEFAULT_BASE_IMAGE,
+        image_prefix: str = DEFAULT_IMAGE_PREFIX,
+        soft_timeout_s: float | None = None,
+        progress: Callable[[str], None] | None = None,
+        disable: Sequence[str] = (),
+    ) -> None:
+        super().__init__(soft_timeout_s=soft_timeout_s)
+        self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
+        self.volumes = parse_volumes(volumes)
+        own_uid = os.getuid()
+        self.user_id = own_uid if user_id is None or user_id < 0 else user_id
+        self.group_id = os.getgid() if self.user_id == own_uid else self.user_id
+        self.env = dict(env or {})
+        self.memory = memory or None
+        self.name_prefix = name_prefix
+        self.keep_alive = keep_alive
+        self.base_image = base_image
+        self.image_prefix = image_prefix
+        self.progress = progress
+        self.disable = tuple(disable)
+        self.image: str | None = None
+        self.container_name: str | None = None
+        self._docker: Any = None
+        self._container: Any = None
+
+    # ------------------------------------------------------------------ ServerRuntime hooks
+
+    async def _launch(self) -> SandboxClient:
+        import docker.errors
+
+        try:
+            return await self._launch_container()
+        except (docker.errors.DockerException, OSError) as exc:
+            raise SandboxError(
+                f"Docker failed while starting the sandbox: {exc}. Is the engine still "
+                "running? (`docker version`; `scripts/docker-up` or `sudo systemctl start docker`)"
+            ) from exc
+
+    async def _launch_container(self) -> SandboxClient:
+        if self._docker is None:
+            self._docker = await asyncio.to_thread(docker_client)
+        for attempt in (1, 2):
+            if self.image is None:
+                self.image = await asyncio.to_thread(
+                    ensure_image, self.base_image, self.image_prefix, self.progress, self._docker
+                )
+            try:
+                container, token = await asyncio.to_thread(self._container_for_session)
+                break
+            except _ImageGone:
+                # A newer build (the sandbox package changed) replaced our tag meanwhile.
+                self.image = None
+                if attempt == 2:
+                    raise SandboxError(
+                        "The sandbox image disappeared twice while starting."
+                    ) from None
+        self._container = container
+        self.container_name = str(container.name)
+        return await self._connect(container, token)
+
+    async def _terminate(self) -> None:
+        container, self._container = self._container, None
+        if container is None:
+            return
+        if self.state == "closed" and self.keep_alive:
+            return
+        await asyncio.to_thread(_remove, container)
+
+    def _alive(self) -> bool:
+        # Asking the engine before every action would cost more than the action; a dead
+        # container shows up as a refused connection, which ServerRuntime handles.
+        return True
+
+    def _describe_failure(self) -> str:
+        name = self.container_name or f"{self.name_prefix}*"
+        return f"See `docker logs {name}` and `docker ps -a --filter label={LABEL}`."
+
+    # ------------------------------------------------------------------ containers
+
+    def _config_digest(self) -> str:
+        parts = [
+            self.image or "",
+            self.workspace,
+            *(f"{v.host}:{v.container}:{v.read_only}" for v in self.volumes),
+            str(self.user_id),
+            str(self.group_id),
+            *(f"{k}={v}" for k, v in sorted(self.env.items())),
+            str(self.memory),
+            *self.disable,
+        ]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+    def _container_for_session(self) -> tuple[Any, str]:
+        """Reattach to a kept-alive container with the same setup, or create a new one."""
+        import docker.errors
+
+        self._remove_stale()
+        digest = self._config_digest()
+        if self.keep_alive:
+            name = f"{self.name_prefix}{hashlib.sha256(self.workspace.encode()).hexdigest()[:12]}"
+            try:
+                found = self._docker.containers.get(name)
+            except docker.errors.NotFound:
+                found = None
+            if found is not None:
+                if found.labels.get(f"{LABEL}.config") == digest:
+                    if found.status != "running":
+                        found.start()
+                        found.reload()
+                    return found, _container_env(found).get("SANDBOX_TOKEN", "")
+                _remove(found)
+        else:
+            name = f"{self.name_prefix}{secrets.token_hex(6)}"
+        token = secrets.token_urlsafe(24)
+        return self._create(name, token, digest), token
+
+    def _create(self, name: str, token: str, digest: str) -> Any:
+        import docker.errors
+
+        if not in_container():
+            Path(self.workspace).mkdir(parents=True, exist_ok=True)
+            for volume in self.volumes:
+                if not Path(volume.host).exists():
+                    raise SandboxError(
+                        f"The volume's host path {volume.host!r} does not exist; create it or "
+                        "fix SANDBOX_VOLUMES / [sandbox] volumes."
+                    )
+        mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
+        for volume in self.volumes:
+            host = volume.host if in_container() else str(Path(volume.host).resolve())
+            mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
+        environment = {
+            **self.env,
+            "SANDBOX_TOKEN": token,
+            "SANDBOX_USER_ID": str(self.user_id),
+            "SANDBOX_GROUP_ID": str(self.group_id),
+        }
+        labels = {
+            LABEL: "1",
+            f"{LABEL}.config": digest,
+            f"{LABEL}.workspace": self.workspace,
+            f"{LABEL}.keep_alive": "1" if self.keep_alive else "0",
+            f"{LABEL}.owner": f"{socket.gethostname()}:{os.getpid()}",
+        }
+        try:
+            command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
+            command += ["--workspace", "/workspace"]
+            for executor in self.disable:
+                command += ["--disable", executor]
+            return self._docker.containers.run(
+                self.image,
+                command=command,
+                name=name,
+                detach=True,
+                init=True,
+                environment=environment,
+                volumes=mounts,
+                labels=labels,
+                mem_limit=self.memory,
+                ports={f"{SERVER_PORT}/tcp": ("127.0.0.1", None)},
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise _ImageGone(str(exc)) from exc
+        except docker.errors.DockerException as exc:
+            raise SandboxError(
+                f"Docker could not start the sandbox container {name}: {exc}"
+            ) from exc
+
+    def _remove_stale(self) -> None:
+        """Remove our containers that no session will use again (their owner is gone)."""
+        host = socket.gethostname()
+        for container in self._docker.containers.list(all=True, filters={"label": LABEL}):
+            labels = container.labels
+            if labels.get(f"{LABEL}.keep_alive") == "1":
+                continue
+            owner_host, _, pid = labels.get(f"{LABEL}.owner", "").partition(":")
+            if owner_host == host and pid.isdigit():
+                stale = not _pid_alive(int(pid))
+            else:  # started elsewhere: we cannot tell whether its owner lives
+                stale = container.status in ("exited", "dead")
+            if stale:
+                log.info("removing stale sandbox container %s", container.name)
+                _remove(container)
+
+    def _address(self, container: Any) -> tuple[str, int]:
+        container.reload()
+        if reach_by_container_ip():
+            networks = container.attrs["NetworkSettings"]["Networks"]
+            ip = next((n["IPAddress"] for n in networks.values() if n.get("IPAddress")), "")
+            if ip:
+                return ip, SERVER_PORT
+        bindings = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{SERVER_PORT}/tcp")
+        if not bindings:
+            raise SandboxError(
+                f"The sandbox container {container.name} is {container.status} and publishes "
+                f"no port.\n{_logs_tail(container)}"
+            )
+        return "127.0.0.1", int(bindings[0]["HostPort"])
+
+    async def _connect(self, container: Any, token: str) -> SandboxClient:
+        """Wait until the server in `container` answers; SandboxError with its logs if not."""
+        import docker.errors
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        host, port = await asyncio.to_thread(self._address, container)
+        client = SandboxClient(f"http://{host}:{port}", token, connect_timeout_s=5.0)
+        next_check = time.monotonic() + 1.0
+        while True:
+            try:
+                await client.health()
+                return client
+            except SandboxRequestError as exc:
+                await client.close()
+                raise SandboxError(f"The sandbox server in {container.name} failed: {exc}") from exc
+            except SandboxConnectionError:
+                pass
+            now = time.monotonic()
+            if now > next_check or now > deadline:
+                next_check = now + 1.0
+                try:
+                    await asyncio.to_thread(container.reload)
+                except docker.errors.NotFound as exc:
+                    await client.close()
+                    raise SandboxError(
+                        f"The sandbox container {container.name} was removed while starting."
+                    ) from exc
+                if container.status != "running" or now > deadline:
+                    await client.close()
+                    logs = await asyncio.to_thread(_logs_tail, container)
+                    why = "did not answer in time" if container.status == "running" else "exited"
+                    raise SandboxError(
+                        f"The sandbox server in container {container.name} {why} "
+                        f"(status {container.status}).\n{logs}"
+                    )
+            await asyncio.sleep(0.02)
+
+
+class _ImageGone(Exception):
+    """The image tag we were given was removed before the container was created."""
+
+
+def _container_env(container: Any) -> dict[str, str]:
+    pairs = container.attrs.get("Config", {}).get("Env") or []
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+
+def _logs_tail(container: Any, lines: int = 15) -> str:
+    try:
+        text = container.logs(tail=lines).decode("utf-8", "replace").strip()
+    except Exception as exc:  # the container may be gone already
+        return f"(no logs: {exc})"
+    return f"--- last lines of `docker logs {container.name}` ---\n{text or '(empty)'}"
+
+
+def _remove(container: Any) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except (docker.errors.DockerException, OSError) as exc:
+        if "already in progress" not in str(exc):
+            log.warning("could not remove container %s: %s", container.name, exc)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

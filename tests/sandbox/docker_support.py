@@ -1,0 +1,72 @@
+"""Shared by the Docker tests: a running engine, the offline base image, the sandbox image.
+
+Import the fixtures into a test module (`from docker_support import sandbox_image, ...`).
+The engine and base image come from `scripts/docker-up` and `scripts/base-image` (fast when
+done already); `ensure_image` builds the sandbox image once, under a file lock, so parallel
+pytest-xdist workers share one build.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.runtimes.docker import DockerRuntime
+from sandbox.runtimes.docker_image import OFFLINE_BASE_IMAGE, docker_client, ensure_image
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE_IMAGE = os.environ.get("WORKBENCH_TEST_BASE_IMAGE", OFFLINE_BASE_IMAGE)
+
+MakeRuntime = Callable[..., Awaitable[DockerRuntime]]
+
+
+def _script(name: str) -> None:
+    done = subprocess.run(
+        [str(ROOT / "scripts" / name)], capture_output=True, text=True, timeout=900
+    )
+    if done.returncode != 0:
+        pytest.fail(
+            f"scripts/{name} failed (exit {done.returncode}):\n{done.stderr[-2000:]}\n"
+            'The Docker tests need a Docker engine; deselect them with -m "not docker".',
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """The sandbox image's tag, with the engine up and the image built (once per machine)."""
+    if "WORKBENCH_TEST_BASE_IMAGE" not in os.environ:
+        _script("docker-up")
+        _script("base-image")
+    return ensure_image(BASE_IMAGE)
+
+
+@pytest.fixture(scope="session")
+def docker_api(sandbox_image: str) -> Any:
+    """A docker SDK client for looking at containers from the outside."""
+    return docker_client()
+
+
+@pytest.fixture
+async def make_runtime(sandbox_image: str, tmp_path: Path) -> AsyncIterator[MakeRuntime]:
+    """Start a DockerRuntime on the test base image; every one is closed at teardown."""
+    runtimes: list[DockerRuntime] = []
+
+    async def make(**options: Any) -> DockerRuntime:
+        options.setdefault("workspace", tmp_path / "workspace")
+        options.setdefault("base_image", BASE_IMAGE)
+        options.setdefault("memory", "1g")
+        runtime = DockerRuntime(**options)
+        runtimes.append(runtime)
+        await runtime.start()
+        return runtime
+
+    yield make
+    for runtime in runtimes:
+        runtime.keep_alive = False
+        await runtime.close()
