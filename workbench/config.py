@@ -1,0 +1,408 @@
+"""Load the configuration: defaults < config file < environment < command-line overrides.
+
+`load_config()` reads the TOML file with tomlkit, maps the environment names OpenHands users
+already know (`LLM_MODEL`, `SANDBOX_VOLUMES`, ...) plus `WORKBENCH_<SECTION>_<KEY>` for every
+key, applies dotted overrides from the command line and validates the result. Every mistake
+becomes a `ConfigError` naming where it came from (file or variable), the key, what is allowed
+and how to fix it. `save_setting()` writes one key back, keeping the file's comments.
+The schema itself is in `workbench/config_schema.py`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import annotated_types
+import tomlkit
+from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from tomlkit.exceptions import TOMLKitError
+
+from workbench import paths
+from workbench.config_schema import (
+    AgentConfig,
+    BudgetConfig,
+    Config,
+    LLMConfig,
+    SandboxConfig,
+    SecurityConfig,
+    SessionConfig,
+    UIConfig,
+)
+
+__all__ = [
+    "AgentConfig",
+    "BudgetConfig",
+    "Config",
+    "ConfigError",
+    "LLMConfig",
+    "SandboxConfig",
+    "SecurityConfig",
+    "SessionConfig",
+    "UIConfig",
+    "allowed_text",
+    "env_names",
+    "known_keys",
+    "load_config",
+    "require_model",
+    "save_setting",
+]
+
+# The names OpenHands users already set, mapped to our keys.
+COMPAT_ENV: dict[str, str] = {
+    "LLM_MODEL": "llm.model",
+    "LLM_API_KEY": "llm.api_key",
+    "LLM_BASE_URL": "llm.base_url",
+    "SANDBOX_VOLUMES": "sandbox.volumes",
+    "SANDBOX_USER_ID": "sandbox.user_id",
+    "WORKSPACE_BASE": "sandbox.workspace",
+    "RUNTIME": "sandbox.runtime",
+    "LOG_ALL_EVENTS": "log_all_events",
+}
+ENV_PREFIX = "WORKBENCH_"
+SANDBOX_ENV_PREFIX = "SANDBOX_ENV_"
+
+
+class ConfigError(Exception):
+    """A configuration mistake; the message names the source, the key, what is allowed, the fix."""
+
+    def __init__(self, message: str, *, source: str = "", key: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+        self.key = key
+
+
+# --------------------------------------------------------------------------- the schema's keys
+
+
+def _walk(model: type[BaseModel], prefix: str = "") -> dict[str, FieldInfo]:
+    keys: dict[str, FieldInfo] = {}
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys.update(_walk(annotation, f"{prefix}{name}."))
+        else:
+            keys[f"{prefix}{name}"] = info
+    return keys
+
+
+_KEYS = _walk(Config)
+_SECTIONS = {key.rsplit(".", 1)[0] for key in _KEYS if "." in key} | {
+    key.split(".")[0] for key in _KEYS if "." in key
+}
+_WB_ENV = {ENV_PREFIX + key.replace(".", "_").upper(): key for key in _KEYS}
+
+
+def known_keys() -> dict[str, FieldInfo]:
+    """Every dotted key (`llm.model`, `sandbox.docker.memory`, ...) with its pydantic field."""
+    return dict(_KEYS)
+
+
+def env_names(key: str) -> list[str]:
+    """The environment variables that set `key`, OpenHands' name first."""
+    return [name for name, k in COMPAT_ENV.items() if k == key] + [
+        name for name, k in _WB_ENV.items() if k == key
+    ]
+
+
+def allowed_text(info: FieldInfo) -> str:
+    """What a key accepts, in words: "one of ...", "a whole number >= 0", ..."""
+    extra = info.json_schema_extra
+    if isinstance(extra, dict) and "allowed" in extra:
+        return str(extra["allowed"])
+    annotation = info.annotation
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return "one of " + ", ".join(f'"{value}"' for value in get_args(annotation))
+    if origin is list:
+        return "a list of strings"
+    if origin is dict:
+        return 'a table of NAME = "value" strings'
+    words: dict[Any, str] = {bool: "true or false", int: "a whole number", float: "a number"}
+    text = words.get(annotation, "a string")
+    for meta in info.metadata:
+        for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            bound = getattr(meta, attr, None)
+            if isinstance(meta, annotated_types.BaseMetadata) and bound is not None:
+                text += f" {sign} {bound}"
+        pattern = getattr(meta, "pattern", None)
+        if pattern:
+            text += f" matching {pattern}"
+    return text
+
+
+def _suggest(key: str) -> str:
+    match = difflib.get_close_matches(key, list(_KEYS), n=1, cutoff=0.6)
+    if not match:
+        leaf = key.rsplit(".", 1)[-1]
+        match = [k for k in _KEYS if k.rsplit(".", 1)[-1] == leaf][:1]
+    return f" Did you mean '{match[0]}'?" if match else ""
+
+
+# --------------------------------------------------------------------------- layers
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    where = f"config file {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{where}: cannot read it ({exc.strerror or exc}). Fix: check the path given to "
+            "--config, or create the file (see config.template.toml).",
+            source=where,
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"{where}: not UTF-8 text. Fix: save it as UTF-8.", source=where
+        ) from None
+    try:
+        data: dict[str, Any] = tomlkit.parse(text).unwrap()
+    except TOMLKitError as exc:
+        raise ConfigError(
+            f"{where}: not valid TOML: {exc}. Fix: correct that line (strings need quotes, "
+            "sections look like [llm]).",
+            source=where,
+        ) from None
+    return data
+
+
+def _flatten(data: Mapping[str, Any], where: str, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys of a TOML document; unknown keys and misplaced tables are errors."""
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}{name}"
+        if key in _SECTIONS:
+            if not isinstance(value, Mapping):
+                raise ConfigError(
+                    f"{where}: '{key}' is a section, not a value. Fix: write its keys under "
+                    f"a [{key}] header.",
+                    source=where,
+                    key=key,
+                )
+            flat.update(_flatten(value, where, f"{key}."))
+        elif key in _KEYS:
+            flat[key] = value
+        else:
+            section = prefix.rstrip(".")
+            siblings = sorted(k.rsplit(".", 1)[-1] for k in _KEYS if k.startswith(prefix))
+            if section:
+                siblings = [s for s in siblings if f"{section}.{s}" in _KEYS]
+            known = f" Known keys in [{section}]: " if section else " Known top-level keys: "
+            raise ConfigError(
+                f"{where}: unknown key '{key}'.{_suggest(key)}{known}{', '.join(siblings)}. "
+                "Fix: rename or remove it.",
+                source=where,
+                key=key,
+            )
+    return flat
+
+
+def _split_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _env_value(key: str, text: str, var: str) -> Any:
+    origin = get_origin(_KEYS[key].annotation)
+    if origin is list:
+        return _split_list(text)
+    if origin is dict:
+        pairs: dict[str, str] = {}
+        for item in _split_list(text):
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(
+                    f"environment variable {var}: {item!r} is not NAME=value. Fix: set it to "
+                    "comma-separated NAME=value pairs, or use SANDBOX_ENV_<NAME>=value.",
+                    source=f"environment variable {var}",
+                    key=key,
+                )
+            pairs[name.strip()] = value
+        return pairs
+    return text
+
+
+def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    flat: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for var in sorted(env):  # OpenHands' names sort before WORKBENCH_*, so ours win
+        text = env[var]
+        if text == "":
+            continue  # an empty variable counts as unset
+        key = COMPAT_ENV.get(var) or _WB_ENV.get(var)
+        if key is None and var.startswith(ENV_PREFIX):
+            rest = var[len(ENV_PREFIX) :].lower()
+            if rest.split("_", 1)[0] in _SECTIONS:  # in our namespace: a typo, not a stranger
+                raise ConfigError(
+                    f"environment variable {var}: no such setting.{_suggest_env(var)} "
+                    f"Fix: rename or unset it.",
+                    source=f"environment variable {var}",
+                )
+        if key is None:
+            continue
+        flat[key] = _env_value(key, text, var)
+        sources[key] = f"environment variable {var}"
+    extra_env = {
+        var[len(SANDBOX_ENV_PREFIX) :]: value
+        for var, value in env.items()
+        if var.startswith(SANDBOX_ENV_PREFIX) and len(var) > len(SANDBOX_ENV_PREFIX)
+    }
+    if extra_env:
+        flat["sandbox.env"] = {**flat.get("sandbox.env", {}), **extra_env}
+        sources.setdefault("sandbox.env", "environment variables SANDBOX_ENV_*")
+    return flat, sources
+
+
+def _suggest_env(var: str) -> str:
+    match = difflib.get_close_matches(var, [*_WB_ENV, *COMPAT_ENV], n=1, cutoff=0.6)
+    return f" Did you mean {match[0]}?" if match else ""
+
+
+def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *sections, leaf = key.split(".")
+        node = nested
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[leaf] = value
+    return nested
+
+
+def _fix_hint(source: str) -> str:
+    if source.startswith("config file "):
+        return f"Fix: edit it in {source[len('config file ') :]} (or remove it for the default)."
+    if source.startswith("environment variable"):
+        return f"Fix: change or unset the {source}."
+    if source == "command line":
+        return "Fix: change the command-line option."
+    return "Fix: use an allowed value."
+
+
+def _explain(exc: ValidationError, sources: Mapping[str, str]) -> ConfigError:
+    lines: list[str] = []
+    first_source, first_key = "", ""
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        key = ".".join(loc)
+        while key not in _KEYS and "." in key:
+            key = key.rsplit(".", 1)[0]
+        source = sources.get(key, "configuration")
+        info = _KEYS.get(key)
+        allowed = f" Allowed: {allowed_text(info)}." if info else ""
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{source}: {key}: {message}.{allowed} {_fix_hint(source)}")
+        first_source, first_key = first_source or source, first_key or key
+    return ConfigError("\n".join(lines), source=first_source, key=first_key)
+
+
+def load_config(
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Build the configuration; `path` is `--config` (else the default file, if it exists)."""
+    env = os.environ if env is None else env
+    flat: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    source_file: Path | None = None
+    if path is None and paths.default_config_file(env).is_file():
+        path = paths.default_config_file(env)
+    if path is not None:
+        source_file = Path(path).expanduser()
+        where = f"config file {source_file}"
+        file_flat = _flatten(_read_file(source_file), where)
+        flat.update(file_flat)
+        sources.update(dict.fromkeys(file_flat, where))
+    env_flat, env_sources = _from_env(env)
+    if "sandbox.env" in env_flat and isinstance(flat.get("sandbox.env"), dict):
+        env_flat["sandbox.env"] = {**flat["sandbox.env"], **env_flat["sandbox.env"]}
+    flat.update(env_flat)
+    sources.update(env_sources)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue  # an option that was not given
+        if key not in _KEYS:
+            raise ConfigError(
+                f"command-line setting '{key}': unknown key.{_suggest(key)}",
+                source="command line",
+                key=key,
+            )
+        flat[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        sources[key] = "command line"
+    try:
+        config = Config.model_validate(_nest(flat))
+    except ValidationError as exc:
+        raise _explain(exc, sources) from None
+    config._source_file = source_file
+    return config
+
+
+def require_model(config: Config) -> str:
+    """The configured model, or a ConfigError telling how to set one (a run needs a model)."""
+    if config.llm.model:
+        return config.llm.model
+    file = config.source_file or paths.default_config_file()
+    raise ConfigError(
+        "No LLM model is set, and this run needs one. Fix: set LLM_MODEL in the environment "
+        f'(e.g. LLM_MODEL=openai/gpt-4o), or llm.model in {file} ([llm] model = "..."), or pass '
+        "--model provider/name.",
+        source=str(file),
+        key="llm.model",
+    )
+
+
+# --------------------------------------------------------------------------- writing back
+
+
+def save_setting(path: Path, dotted_key: str, value: Any) -> None:
+    """Set one key in the TOML file at `path`, keeping its comments; the file ends up 0600."""
+    if dotted_key not in _KEYS:
+        raise ConfigError(
+            f"cannot save '{dotted_key}': unknown key.{_suggest(dotted_key)}", key=dotted_key
+        )
+    raw = value.get_secret_value() if isinstance(value, SecretStr) else value
+    try:
+        checked = Config.model_validate(_nest({dotted_key: raw}))
+    except ValidationError as exc:
+        raise _explain(exc, {dotted_key: f"saving to {path}"}) from None
+    node: Any = checked
+    for part in dotted_key.split("."):
+        node = getattr(node, part)
+    if isinstance(node, SecretStr):
+        node = node.get_secret_value()
+    target = Path(path).expanduser().resolve()
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    try:
+        document = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(
+            f"config file {target}: not valid TOML ({exc}); not changed. Fix that line first.",
+            source=f"config file {target}",
+        ) from None
+    *sections, leaf = dotted_key.split(".")
+    table: Any = document
+    for section in sections:
+        if section not in table:
+            table[section] = tomlkit.table()
+        table = table[section]
+    table[leaf] = node
+    _write_private(target, document.as_string())
+
+
+def _write_private(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

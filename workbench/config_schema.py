@@ -1,0 +1,250 @@
+"""The configuration's typed schema: one pydantic model per `[section]`, a docstring per key.
+
+The docstrings are the documentation: `config.template.toml` is rendered from them
+(`workbench/config_template.py`), and error messages quote the allowed values from the types.
+Loading, layering and errors live in `workbench/config.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+)
+
+from sandbox.protocol import DEFAULT_SOFT_TIMEOUT_S
+
+Runtime = Literal["local", "docker", "remote"]
+Isolation = Literal["none", "bwrap"]
+ConfirmationPolicy = Literal["always", "risky", "never"]
+RiskThreshold = Literal["LOW", "MEDIUM", "HIGH"]
+HeadlessOnConfirm = Literal["approve", "reject", "stop"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VOLUME_HINT = 'strings "host_path:container_path[:ro|rw]" with an absolute container_path'
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors, field docstrings are docs."""
+
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, validate_assignment=True
+    )
+
+
+class LLMConfig(Section):
+    """`[llm]`: which model to call and how."""
+
+    model: str = ""
+    """The model as litellm names it, "provider/name" (e.g. "openai/gpt-4o"); empty: not set."""
+    api_key: SecretStr = SecretStr("")
+    """The provider's API key. Never logged or shown; prefer the LLM_API_KEY variable."""
+    base_url: str = ""
+    """The API base URL for a self-hosted or proxy endpoint; empty: the provider's default."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one request may take before it counts as timed out."""
+    num_retries: int = Field(default=5, ge=0, le=100)
+    """Retries after a rate limit (429), a server error (5xx), a timeout or a dropped connection."""
+    retry_min_wait_s: float = Field(default=2.0, ge=0)
+    """Wait before the first retry; each further retry waits twice as long."""
+    retry_max_wait_s: float = Field(default=60.0, ge=0)
+    """The longest wait between two retries."""
+    stream: bool = False
+    """Stream the reply token by token (the TUI shows text as it arrives)."""
+    max_output_tokens: int = Field(default=0, ge=0)
+    """The most tokens one reply may have; 0: the provider's default."""
+    drop_params: bool = True
+    """Silently drop request parameters the provider does not support (litellm's drop_params)."""
+
+    @field_validator("retry_max_wait_s")
+    @classmethod
+    def _max_not_below_min(cls, value: float, info: ValidationInfo) -> float:
+        low = info.data.get("retry_min_wait_s")
+        if low is not None and value < low:
+            raise ValueError(f"must be at least retry_min_wait_s ({low})")
+        return value
+
+
+class AgentConfig(Section):
+    """`[agent]`: how long and how the agent may work."""
+
+    max_iterations: int = Field(default=100, ge=1)
+    """The most steps (LLM calls) one task may take."""
+    max_observation_chars: int = Field(default=30_000, ge=100)
+    """Longer tool output is cut in the middle before it reaches the model."""
+    stuck_threshold: int = Field(default=4, ge=2)
+    """Repeats of the same action and result (or the same error) that count as stuck."""
+    max_malformed_calls: int = Field(default=10, ge=1)
+    """Malformed tool calls in a row (bad JSON, unknown tool ...) that end the session."""
+    enable_browser: bool = True
+    """Offer the browser tool to the agent."""
+    enable_jupyter: bool = True
+    """Offer the IPython tool to the agent."""
+
+
+class BudgetConfig(Section):
+    """`[budget]`: limits per session; 0 means unlimited."""
+
+    max_tokens: int = Field(default=0, ge=0)
+    """Prompt plus completion tokens the session may use; 0: unlimited."""
+    max_cost_usd: float = Field(default=0.0, ge=0)
+    """US dollars the session may spend (as litellm prices the model); 0: unlimited."""
+    max_wall_s: float = Field(default=0.0, ge=0)
+    """Wall-clock seconds the session may run; 0: unlimited."""
+
+
+class DockerConfig(Section):
+    """`[sandbox.docker]`: the docker runtime."""
+
+    base_image: str = "workbench-base:bookworm"
+    """The image sandbox images are built from."""
+    image_prefix: str = "workbench-sandbox"
+    """Name prefix of the images workbench builds."""
+    memory: str = Field(
+        default="",
+        pattern=r"^(\d+[bkmgBKMG]?)?$",
+        json_schema_extra={"allowed": 'a size such as "512m" or "4g", or "" for no limit'},
+    )
+    """Memory limit of the container, e.g. "4g"; empty: no limit."""
+    keep_alive: bool = False
+    """Leave the container running when the session ends."""
+
+
+class RemoteConfig(Section):
+    """`[sandbox.remote]`: a sandbox server started elsewhere."""
+
+    url: str = ""
+    """Base URL of the sandbox server, e.g. "http://host:8000"."""
+    api_key: SecretStr = SecretStr("")
+    """Its bearer token. Never logged or shown."""
+
+
+class LocalConfig(Section):
+    """`[sandbox.local]`: the sandbox as a child process on this machine."""
+
+    isolation: Isolation = "none"
+    """How the child is confined: "none" (runs as you) or "bwrap" (bubblewrap)."""
+
+
+class SandboxConfig(Section):
+    """`[sandbox]`: where the agent's actions run."""
+
+    runtime: Runtime = "local"
+    """Where the sandbox runs: "local" (child process), "docker" or "remote"."""
+    workspace: str = ""
+    """The directory the agent works in; empty: the current directory."""
+    volumes: list[str] = Field(
+        default_factory=list, json_schema_extra={"allowed": f"a list of {_VOLUME_HINT}"}
+    )
+    """Extra mounts for the docker runtime; SANDBOX_VOLUMES gives them comma-separated."""
+    user_id: int = Field(default=-1, ge=-1)
+    """The uid commands run as in a container; -1: your own."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables set in the sandbox (also from SANDBOX_ENV_<NAME> variables)."""
+    soft_timeout_s: float = Field(default=DEFAULT_SOFT_TIMEOUT_S, gt=0)
+    """A command that prints nothing new for this long returns to the agent, still running."""
+    docker: DockerConfig = Field(default_factory=DockerConfig)
+    remote: RemoteConfig = Field(default_factory=RemoteConfig)
+    local: LocalConfig = Field(default_factory=LocalConfig)
+
+    @field_validator("volumes")
+    @classmethod
+    def _check_volumes(cls, volumes: list[str]) -> list[str]:
+        for volume in volumes:
+            parts = volume.split(":")
+            if (
+                len(parts) not in (2, 3)
+                or not parts[0]
+                or not parts[1].startswith("/")
+                or (len(parts) == 3 and parts[2] not in ("ro", "rw"))
+            ):
+                raise ValueError(f"bad volume {volume!r}")
+        return volumes
+
+    @field_validator("env")
+    @classmethod
+    def _check_env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"bad variable name {name!r}: use letters, digits and _")
+        return env
+
+
+class SecurityConfig(Section):
+    """`[security]`: when to ask before an action runs."""
+
+    confirmation: ConfirmationPolicy = "risky"
+    """When to ask: "always", for "risky" actions (at or above risk_threshold), or "never"."""
+    risk_threshold: RiskThreshold = "HIGH"
+    """The lowest risk that needs confirmation under the "risky" policy."""
+    headless_on_confirm: HeadlessOnConfirm = "reject"
+    """Headless, with no one to ask: "approve", "reject" (and tell the agent) or "stop"."""
+    allow: list[str] = Field(default_factory=list)
+    """Rules for actions that run without asking (saved by "always allow" in the TUI)."""
+    deny: list[str] = Field(default_factory=list)
+    """Rules for actions that are always rejected."""
+
+    @field_validator("risk_threshold", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+
+class SessionConfig(Section):
+    """`[session]`: where sessions are recorded."""
+
+    dir: str = ""
+    """Directory of session logs; empty: "sessions" in the user data dir."""
+
+
+class UIConfig(Section):
+    """`[ui]`: the terminal interface."""
+
+    theme: str = Field(default="workbench-dark", min_length=1)
+    """Theme name: a file in the shipped themes/ or in the config dir's themes/."""
+
+
+class Config(Section):
+    """The whole configuration: defaults < config file < environment < command line."""
+
+    log_all_events: bool = False
+    """Print every event in headless mode (the LOG_ALL_EVENTS variable of OpenHands)."""
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    ui: UIConfig = Field(default_factory=UIConfig)
+
+    _source_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source_file(self) -> Path | None:
+        """The config file this was loaded from, if one was read."""
+        return self._source_file
+
+    def redacted_dict(self) -> dict[str, Any]:
+        """The config as plain data with every secret (and every sandbox env value) masked."""
+        data: dict[str, Any] = self.model_dump(mode="json")  # SecretStr dumps as "**********"
+        env = data["sandbox"]["env"]
+        data["sandbox"]["env"] = {name: "**********" for name in env}
+        return data
+
+    def redacted_digest(self) -> str:
+        """sha256 of `redacted_dict()`: identifies a configuration without revealing secrets."""
+        blob = json.dumps(self.redacted_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()

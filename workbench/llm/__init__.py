@@ -1,0 +1,28 @@
+"""The LLM client on litellm: `LLMClient.complete()`, its responses, errors and accounting.
+
+Importing this package does not import litellm (that happens on the first call, or in a
+worker thread through `await warm_up()`).
+"""
+
+from workbench.llm.client import (
+    LLMClient,
+    LLMResponse,
+    LLMTotals,
+    RetryHook,
+    ToolCall,
+    load_litellm,
+    warm_up,
+)
+from workbench.llm.errors import ErrorKind, LLMError
+
+__all__ = [
+    "ErrorKind",
+    "LLMClient",
+    "LLMError",
+    "LLMResponse",
+    "LLMTotals",
+    "RetryHook",
+    "ToolCall",
+    "load_litellm",
+    "warm_up",
+]

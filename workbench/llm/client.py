@@ -1,0 +1,383 @@
+"""The LLM client: one `complete()` call per agent step, on litellm, with our own retry loop.
+
+litellm is imported lazily (its import costs seconds of CPU): on the first call, or earlier
+through `await warm_up()`, which imports it in a worker thread. Before the import we make it
+use its bundled price map (no network) and afterwards silence its stdout/stderr chatter.
+Retries (429, 5xx, timeouts, dropped connections) are ours, with exponential backoff, so they
+are counted per call (`LLMResponse.retries`) and can be shown as they happen (`on_retry`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from workbench.config_schema import LLMConfig
+from workbench.llm.errors import LLMError, classify, retry_after_s
+
+__all__ = [
+    "LLMClient",
+    "LLMResponse",
+    "LLMTotals",
+    "RetryHook",
+    "ToolCall",
+    "load_litellm",
+    "warm_up",
+]
+
+RetryHook = Callable[[LLMError, int, float], None]
+"""Called before each retry with the error, the retry number (1-based) and the wait in s."""
+
+# Set early too, in case something else imports litellm first: its price map stays local.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+_litellm: Any = None
+_import_lock = threading.Lock()
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+
+
+def load_litellm() -> Any:
+    """Import and quiet litellm once (blocking: seconds the first time; call from a thread)."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            with contextlib.suppress(ImportError):  # the OpenAI SDK imports this on first use
+                import openai.resources.chat  # noqa: F401
+
+            # Its own deprecation warnings would print over a TUI.
+            warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
+            litellm.suppress_debug_info = True
+            litellm.turn_off_message_logging = True
+            for name in _LITELLM_LOGGERS:
+                logger = logging.getLogger(name)
+                for handler in list(logger.handlers):
+                    logger.removeHandler(handler)
+                logger.addHandler(logging.NullHandler())
+                logger.setLevel(logging.WARNING)
+            _litellm = litellm
+    return _litellm
+
+
+async def warm_up() -> None:
+    """Import litellm in a worker thread so the first request does not pay for it."""
+    if _litellm is None:
+        await asyncio.to_thread(load_litellm)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; `arguments` is the raw JSON text, unparsed."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """One completed call: the reply, its tokens, cost and time (retries included)."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    latency_ms: float
+    retries: int
+    finish_reason: str = ""
+
+
+class LLMTotals(NamedTuple):
+    """Session totals over every successful call."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@dataclass
+class _Reply:
+    content: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str = ""
+
+
+class LLMClient:
+    """Calls one configured model through litellm and keeps the session's accounting."""
+
+    def __init__(self, config: LLMConfig, *, on_retry: RetryHook | None = None) -> None:
+        self.config = config
+        self.on_retry = on_retry
+        self.calls = 0
+        self.retries = 0
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._cost = 0.0
+        self._priced = True  # False once litellm said it has no price for this model
+
+    @property
+    def model(self) -> str:
+        """The configured model name."""
+        return self.config.model
+
+    @property
+    def totals(self) -> LLMTotals:
+        """(prompt_tokens, completion_tokens, cost) summed over this client's calls."""
+        return LLMTotals(self._prompt_tokens, self._completion_tokens, self._cost)
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> LLMResponse:
+        """One chat completion with tools; `on_text` gets text as it arrives. Raises LLMError.
+
+        Streamed text of an attempt that then fails is not taken back: `on_retry` runs before
+        the next attempt streams again, so a UI can clear what it showed.
+        """
+        if not self.config.model:
+            raise LLMError(
+                "config",
+                "No LLM model is set. Fix: set LLM_MODEL (e.g. openai/gpt-4o), llm.model in "
+                "the config file, or pass --model.",
+            )
+        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
+        started = time.perf_counter()
+        retries = 0
+        while True:
+            failure: LLMError | None = None
+            wait = 0.0
+            try:
+                if self.config.stream:
+                    reply = await self._streamed(litellm, messages, tools, on_text)
+                else:
+                    reply = await self._whole(litellm, messages, tools, on_text)
+            except Exception as exc:  # every failure becomes an LLMError below
+                failure = exc if isinstance(exc, LLMError) else self._classify(exc)
+                wait = self._backoff(retries, exc)
+            if failure is None:
+                break
+            if not failure.retryable or retries >= self.config.num_retries:
+                failure.retries = retries
+                if failure.retryable and retries:
+                    failure.args = (f"{failure} (gave up after {retries} retries)",)
+                raise failure  # outside the except block: no litellm exception attached
+            retries += 1
+            self.retries += 1
+            if self.on_retry is not None:
+                self.on_retry(failure, retries, wait)
+            await asyncio.sleep(wait)
+        return self._account(litellm, messages, reply, started, retries)
+
+    # -- one attempt
+
+    def _kwargs(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        config = self.config
+        kwargs: dict[str, Any] = {
+            "model": config.model,
+            "messages": messages,
+            "timeout": config.timeout_s,
+            "temperature": config.temperature,
+            "drop_params": config.drop_params,
+            "num_retries": 0,  # the retry loop is ours
+            "max_retries": 0,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if config.base_url:
+            kwargs["api_base"] = config.base_url
+        if key := config.api_key.get_secret_value():
+            kwargs["api_key"] = key
+        if config.max_output_tokens:
+            kwargs["max_tokens"] = config.max_output_tokens
+        return kwargs
+
+    async def _whole(
+        self,
+        litellm: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: Callable[[str], None] | None,
+    ) -> _Reply:
+        async with asyncio.timeout(self.config.timeout_s + 5):  # if the HTTP timeout misses
+            response = await litellm.acompletion(**self._kwargs(messages, tools))
+        if not response.choices:
+            raise LLMError("server", f"The provider sent a reply with no choices ({self.model}).")
+        choice = response.choices[0]
+        message = choice.message
+        reply = _Reply(content=message.content or "", finish_reason=choice.finish_reason or "")
+        for index, call in enumerate(message.tool_calls or []):
+            function = call.function
+            reply.calls.append(
+                ToolCall(
+                    id=call.id or f"call_{index}",
+                    name=function.name or "",
+                    arguments=function.arguments or "",
+                )
+            )
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            reply.prompt_tokens = usage.prompt_tokens
+            reply.completion_tokens = usage.completion_tokens
+        if on_text is not None and reply.content:
+            on_text(reply.content)
+        return reply
+
+    async def _streamed(
+        self,
+        litellm: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: Callable[[str], None] | None,
+    ) -> _Reply:
+        kwargs = self._kwargs(messages, tools)
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+        async with asyncio.timeout(self.config.timeout_s + 5):
+            stream = await litellm.acompletion(**kwargs)
+        reply = _Reply()
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        chunks = aiter(stream)
+        try:
+            while True:
+                try:  # the timeout is per chunk: a long answer may take longer in all
+                    chunk = await asyncio.wait_for(anext(chunks), self.config.timeout_s)
+                except StopAsyncIteration:
+                    break
+                usage = getattr(chunk, "usage", None)
+                if usage is not None and usage.prompt_tokens is not None:
+                    reply.prompt_tokens = usage.prompt_tokens
+                    reply.completion_tokens = usage.completion_tokens
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta.content:
+                        text.append(delta.content)
+                        if on_text is not None:
+                            on_text(delta.content)
+                    for call in delta.tool_calls or []:
+                        _merge_call_delta(calls, call)
+                    if choice.finish_reason:
+                        reply.finish_reason = choice.finish_reason
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:
+                    logging.getLogger(__name__).debug("closing the stream failed", exc_info=True)
+        reply.content = "".join(text)
+        reply.calls = [
+            ToolCall(
+                id=slot["id"] or f"call_{index}",
+                name=slot["name"],
+                arguments="".join(slot["arguments"]),
+            )
+            for index, slot in sorted(calls.items())
+        ]
+        return reply
+
+    # -- errors, waits, accounting
+
+    def _classify(self, exc: BaseException) -> LLMError:
+        secrets = [self.config.api_key.get_secret_value()]
+        return classify(
+            exc,
+            model=self.model,
+            base_url=self.config.base_url,
+            timeout_s=self.config.timeout_s,
+            secrets=secrets,
+        )
+
+    def _backoff(self, retries: int, exc: BaseException) -> float:
+        config = self.config
+        wait = min(config.retry_max_wait_s, config.retry_min_wait_s * 2.0**retries)
+        asked = retry_after_s(exc)
+        if asked is not None:
+            wait = min(config.retry_max_wait_s, max(wait, asked))
+        return wait
+
+    def _account(
+        self,
+        litellm: Any,
+        messages: list[dict[str, Any]],
+        reply: _Reply,
+        started: float,
+        retries: int,
+    ) -> LLMResponse:
+        prompt, completion = reply.prompt_tokens, reply.completion_tokens
+        if prompt is None or completion is None:  # the provider sent no usage: count ourselves
+            produced = reply.content + "".join(c.name + c.arguments for c in reply.calls)
+            prompt = _count(litellm, self.model, messages=messages)
+            completion = _count(litellm, self.model, text=produced)
+        cost = self._price(litellm, prompt, completion)
+        self.calls += 1
+        self._prompt_tokens += prompt
+        self._completion_tokens += completion
+        self._cost += cost
+        return LLMResponse(
+            content=reply.content,
+            tool_calls=reply.calls,
+            model=self.model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost=cost,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            retries=retries,
+            finish_reason=reply.finish_reason,
+        )
+
+    def _price(self, litellm: Any, prompt: int, completion: int) -> float:
+        if not self._priced:
+            return 0.0
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.model, prompt_tokens=prompt, completion_tokens=completion
+            )
+            return float(prompt_cost) + float(completion_cost)
+        except Exception:  # a model litellm has no price for costs 0.0, not a crash
+            self._priced = False
+            return 0.0
+
+
+def _merge_call_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
+    """Add one streamed tool-call fragment to the call it continues (by index, else by id)."""
+    index = delta.index if isinstance(delta.index, int) else len(calls)
+    slot = calls.get(index)
+    if slot is not None and delta.id and slot["id"] and delta.id != slot["id"]:
+        index, slot = max(calls) + 1, None  # a provider that reuses index 0 for every call
+    if slot is None:
+        slot = calls[index] = {"id": "", "name": "", "arguments": []}
+    if delta.id:
+        slot["id"] = delta.id
+    function = getattr(delta, "function", None)
+    if function is None:
+        return
+    if function.name and function.name != slot["name"]:
+        slot["name"] += function.name
+    if function.arguments:
+        slot["arguments"].append(function.arguments)
+
+
+def _count(litellm: Any, model: str, **what: Any) -> int:
+    try:
+        return int(litellm.token_counter(model=model, **what))
+    except Exception:  # an unknown tokenizer: a rough estimate beats none
+        text = str(what.get("text") or what.get("messages") or "")
+        return max(1, len(text) // 4)
