@@ -1,0 +1,250 @@
+"""Headless benchmark: `--help` time, time to the first LLM request, per-step overhead.
+
+Prints progress lines, then ONE JSON object on its last line:
+- `help_s`: wall time of `workbench --help` (median of 5; target <= 0.3 s).
+- `litellm_import_s`: wall time of a Python process that only imports litellm (median of 5).
+- `first_request_s`: CLI start to the first request reaching the scripted LLM server (median
+  of 5, measured alternately with the import; target <= litellm_import_s + 0.5).
+- `step_overhead_ms`: per step of a 50-step scripted session of `echo` actions, the step's wall
+  time minus the time spent in the scripted server (measured by replaying the same requests to
+  it directly) and in the sandbox (time inside `runtime.execute`); target <= 10 ms. This still
+  includes litellm's client-side work; `controller_overhead_ms` is our loop alone.
+- `log_append_us`, `log_append_fsync_us`: one session-log append without / with fsync.
+Run: `.venv/bin/python benchmarks/headless.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+MODEL = "openai/test-model"
+KEY = "sk-bench-key"
+
+
+def _env(base_url: str, tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "WORKBENCH_"))}
+    env |= {
+        "LLM_MODEL": MODEL,
+        "LLM_BASE_URL": base_url,
+        "LLM_API_KEY": KEY,
+        "WORKBENCH_DATA_DIR": str(tmp / "data"),
+        "WORKBENCH_CONFIG_DIR": str(tmp / "cfg"),
+        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+    }
+    return env
+
+
+def _workbench() -> list[str]:
+    script = Path(sys.executable).with_name("workbench")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "workbench"]
+
+
+def help_s() -> float:
+    """Median wall time of `workbench --help`."""
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        subprocess.run([*_workbench(), "--help"], check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _litellm_import_once() -> float:
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import litellm"], check=True, env=env)
+    return time.perf_counter() - start
+
+
+def _first_request_once() -> float:
+    from workbench.testing.llm_server import ScriptedLLMServer
+
+    finish = {"tool_calls": [{"name": "finish", "arguments": {"message": "ok"}}]}
+    with tempfile.TemporaryDirectory() as name, ScriptedLLMServer([finish]) as server:
+        tmp = Path(name)
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [*_workbench(), "--headless", "--json", "-t", "hello"],
+            env=_env(server.base_url, tmp),
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while not server.requests:
+            if proc.poll() is not None:
+                raise RuntimeError(f"workbench exited early: {proc.communicate()[1]!r}")
+            time.sleep(0.001)
+        elapsed = time.perf_counter() - start
+        proc.communicate(timeout=60)
+    return elapsed
+
+
+def import_and_first_request(rounds: int = 5) -> tuple[float, float]:
+    """Medians of litellm's bare import and of CLI start -> first request, interleaved.
+
+    The two are measured in alternation so that load from other processes on the machine
+    affects both alike.
+    """
+    imports, firsts = [], []
+    for _ in range(rounds):
+        imports.append(_litellm_import_once())
+        firsts.append(_first_request_once())
+    return statistics.median(imports), statistics.median(firsts)
+
+
+class _Timed:
+    """Wraps an object's async method and adds up the time spent in it."""
+
+    def __init__(self, inner: Any, method: str) -> None:
+        self._inner = inner
+        self._method = method
+        self.total = 0.0
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name != self._method:
+            return attr
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await attr(*args, **kwargs)
+            finally:
+                self.total += time.perf_counter() - start
+                self.calls += 1
+
+        return timed
+
+
+def _replay_server_time(script: list[dict[str, Any]], bodies: list[dict[str, Any]]) -> float:
+    """Seconds the scripted server takes to answer these requests, asked directly."""
+    from workbench.testing.llm_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(script) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port)
+        total = 0.0
+        for body in bodies:
+            data = json.dumps(body).encode()
+            start = time.perf_counter()
+            conn.request("POST", "/v1/chat/completions", data, {"Content-Type": "application/json"})
+            conn.getresponse().read()
+            total += time.perf_counter() - start
+        conn.close()
+    return total
+
+
+async def _session(steps: int) -> dict[str, float]:
+    from sandbox.protocol import CmdRunAction
+    from sandbox.runtimes.local import LocalRuntime
+    from workbench.config import load_config
+    from workbench.controller import Controller
+    from workbench.llm import LLMClient, load_litellm
+    from workbench.session_log import SessionLog, make_header, new_session_id
+    from workbench.testing.llm_server import ScriptedLLMServer
+
+    load_litellm()
+    script: list[dict[str, Any]] = [
+        {
+            "tool_calls": [
+                {
+                    "name": "execute_bash",
+                    "arguments": {"command": f"echo step {i}", "security_risk": "LOW"},
+                }
+            ]
+        }
+        for i in range(steps)
+    ]
+    script.append({"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]})
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        (tmp / "ws").mkdir()
+        async with ScriptedLLMServer(script) as server:
+            env = _env(server.base_url, tmp)
+            overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
+            config = load_config(env=env, overrides=overrides)
+            runtime = LocalRuntime(tmp / "ws", disable=("browser", "jupyter"))
+            await runtime.start()
+            await runtime.execute(CmdRunAction(command="true"))  # the shell is up before timing
+            header = make_header(new_session_id(), tmp / "ws", MODEL, config.redacted_dict())
+            session = SessionLog.create(tmp / "sessions", header, secrets=[KEY])
+            llm = _Timed(LLMClient(config.llm), "complete")
+            box = _Timed(runtime, "execute")
+            controller = Controller(config, box, llm, session)  # type: ignore[arg-type]
+            start = time.perf_counter()
+            result = await controller.run("echo things")
+            wall = time.perf_counter() - start
+            await runtime.close()
+            session.close()
+            bodies = list(server.requests)
+        if result.status != "success":
+            raise RuntimeError(f"benchmark session ended with {result.status}: {result.reason}")
+        server_s = await asyncio.to_thread(_replay_server_time, script, bodies)
+    n = result.steps
+    return {
+        "step_overhead_ms": (wall - server_s - box.total) / n * 1000,
+        "controller_overhead_ms": (wall - llm.total - box.total) / n * 1000,
+        "llm_call_ms": llm.total / llm.calls * 1000,
+        "llm_server_ms": server_s / len(bodies) * 1000,
+        "sandbox_ms": box.total / max(box.calls, 1) * 1000,
+        "steps": n,
+    }
+
+
+def log_append_us(fsync: bool, count: int = 500) -> float:
+    """Mean microseconds per session-log append."""
+    from sandbox.protocol import CmdOutputObservation
+    from workbench.events import ObservationEvent
+    from workbench.session_log import SessionLog, make_header, new_session_id
+
+    obs = CmdOutputObservation(command="echo hi", content="hi\n" * 20, exit_code=0)
+    with tempfile.TemporaryDirectory() as name:
+        log = SessionLog.create(
+            Path(name), make_header(new_session_id(), "/w", MODEL), secrets=[KEY], fsync=fsync
+        )
+        start = time.perf_counter()
+        for i in range(count):
+            log.append(ObservationEvent(id=i + 1, cause=i, tool_call_id="c", observation=obs))
+        elapsed = time.perf_counter() - start
+        log.close()
+    return elapsed / count * 1e6
+
+
+def main() -> None:
+    """Run every measurement and print the JSON summary last."""
+    results: dict[str, Any] = {}
+    results["help_s"] = round(help_s(), 3)
+    print(f"help_s {results['help_s']}", flush=True)
+    imported, first = import_and_first_request()
+    results["litellm_import_s"], results["first_request_s"] = round(imported, 3), round(first, 3)
+    print(f"litellm_import_s {imported:.3f}  first_request_s {first:.3f}", flush=True)
+    session = asyncio.run(_session(50))
+    results |= {k: round(v, 3) for k, v in session.items()}
+    print(f"step_overhead_ms {results['step_overhead_ms']}", flush=True)
+    results["log_append_us"] = round(log_append_us(False), 1)
+    results["log_append_fsync_us"] = round(log_append_us(True), 1)
+    results["targets_met"] = {
+        "help_s": results["help_s"] <= 0.3,
+        "first_request_s": results["first_request_s"] <= results["litellm_import_s"] + 0.5,
+        "step_overhead_ms": results["step_overhead_ms"] <= 10,
+    }
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Tool schemas, tool-call parsing (with its error texts), the prompt and message building."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandbox.protocol import (
+    BrowseAction,
+    CmdOutputObservation,
+    CmdRunAction,
+    FileEditAction,
+    IPythonAction,
+    IPythonObservation,
+)
+from workbench.agent.messages import NOT_ANSWERED, build_messages, truncate
+from workbench.agent.parse import ToolCallError, parse_tool_call
+from workbench.agent.prompt import system_prompt
+from workbench.agent.tools import tool_names, tool_schemas
+from workbench.events import (
+    ActionEvent,
+    AgentErrorEvent,
+    FinishAction,
+    LLMCallEvent,
+    MessageEvent,
+    ObservationEvent,
+    ThinkAction,
+)
+
+TOOLS = tool_schemas(enable_jupyter=True, enable_browser=True)
+
+
+def _call(name: str, args: object) -> object:
+    raw = args if isinstance(args, str) else json.dumps(args)
+    return parse_tool_call(name, raw, TOOLS, soft_timeout=7.0).action
+
+
+def test_tool_set_follows_config() -> None:
+    assert tool_names(tool_schemas(False, False)) == [
+        "execute_bash",
+        "str_replace_editor",
+        "think",
+        "finish",
+    ]
+    assert "browser" in tool_names(TOOLS) and "execute_ipython_cell" in tool_names(TOOLS)
+
+
+def test_execute_bash_schema_is_exactly_the_seed_contract() -> None:
+    bash = next(t for t in TOOLS if t["function"]["name"] == "execute_bash")["function"]
+    params = bash["parameters"]
+    assert set(params["properties"]) == {"command", "is_input", "timeout", "security_risk"}
+    assert params["properties"]["is_input"]["enum"] == ["true", "false"]
+    assert params["properties"]["timeout"]["type"] == "number"
+    assert params["properties"]["security_risk"]["enum"] == ["LOW", "MEDIUM", "HIGH"]
+    assert set(params["required"]) == {"command", "security_risk"}
+    for tool in TOOLS:
+        assert len(tool["function"]["description"]) > 40
+
+
+def test_valid_calls_become_actions() -> None:
+    bash = _call("execute_bash", {"command": "ls", "is_input": "false", "security_risk": "LOW"})
+    assert bash == CmdRunAction(command="ls", is_input=False, soft_timeout=7.0)
+    key = _call("execute_bash", {"command": "C-c", "is_input": "true", "security_risk": "LOW"})
+    assert isinstance(key, CmdRunAction) and key.is_input
+    timed = _call("execute_bash", {"command": "make", "timeout": "30", "security_risk": "LOW"})
+    assert isinstance(timed, CmdRunAction) and timed.timeout == 30.0
+    edit = _call(
+        "str_replace_editor",
+        {"command": "view", "path": "/w/a.py", "view_range": [1, 5]},
+    )
+    assert edit == FileEditAction(command="view", path="/w/a.py", view_range=[1, 5])
+    assert _call("execute_ipython_cell", {"code": "1+1"}) == IPythonAction(code="1+1")
+    assert _call("browser", {"code": 'goto("x")'}) == BrowseAction(action='goto("x")')
+    assert _call("think", {"thought": "hmm", "security_risk": "LOW"}) == ThinkAction(thought="hmm")
+    assert _call("finish", {"message": "no", "outcome": "gave_up"}) == FinishAction(
+        message="no", outcome="gave_up"
+    )
+    parsed = parse_tool_call("execute_bash", '{"command": "x", "security_risk": "HIGH"}', TOOLS)
+    assert parsed.security_risk == "HIGH"
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("execute_bash", '{"command": "ls"', "not valid JSON"),
+        ("execute_bash", "[1, 2]", "must be a JSON object"),
+        ("run_shell", "{}", "There is no tool named 'run_shell'. The tools are: execute_bash"),
+        ("execute_bash", {"security_risk": "LOW"}, "missing the required argument 'command'"),
+        ("execute_bash", {"command": "ls"}, "missing the required argument 'security_risk'"),
+        (
+            "execute_bash",
+            {"command": 3, "security_risk": "LOW"},
+            "'command' of execute_bash must be a string, got number",
+        ),
+        (
+            "execute_bash",
+            {"command": "ls", "security_risk": "low!"},
+            'must be one of "LOW", "MEDIUM", "HIGH"',
+        ),
+        (
+            "execute_bash",
+            {"command": "ls", "is_input": "yes", "security_risk": "LOW"},
+            "must be one of",
+        ),
+        (
+            "execute_bash",
+            {"command": "ls", "timeout": "soon", "security_risk": "LOW"},
+            "must be a number",
+        ),
+        ("execute_bash", {"command": "ls", "timeout": -1, "security_risk": "LOW"}, "more than 0"),
+        (
+            "execute_bash",
+            {"command": "ls", "cwd": "/", "security_risk": "LOW"},
+            "has no argument 'cwd'",
+        ),
+        ("str_replace_editor", {"command": "create", "path": "/a"}, "create needs 'file_text'"),
+        ("str_replace_editor", {"command": "delete", "path": "/a"}, 'must be one of "view"'),
+        (
+            "str_replace_editor",
+            {"command": "view", "path": "/a", "view_range": [1]},
+            "[first, last]",
+        ),
+        (
+            "str_replace_editor",
+            {"command": "insert", "path": "/a", "insert_line": "x", "new_str": ""},
+            "must be an integer",
+        ),
+        ("finish", {"message": "ok", "outcome": "maybe"}, 'must be one of "success", "gave_up"'),
+    ],
+)
+def test_malformed_calls_get_precise_errors(name: str, args: object, expected: str) -> None:
+    with pytest.raises(ToolCallError) as info:
+        _call(name, args)
+    assert expected in str(info.value)
+
+
+def test_system_prompt_names_workspace_tools_and_skills() -> None:
+    names = tool_names(TOOLS)
+    text = system_prompt("/home/me/proj", names, skills="open_file(path, line=1): open a file")
+    assert "/home/me/proj" in text
+    for name in names:
+        assert f"`{name}`" in text
+    assert "open_file(path, line=1)" in text
+    assert "open_file" not in system_prompt("/w", ["execute_bash", "finish"], skills="open_file()")
+
+
+def test_truncate_keeps_head_and_tail() -> None:
+    text = "HEAD" + "x" * 10_000 + "TAIL"
+    cut = truncate(text, 200)
+    assert cut.startswith("HEAD") and cut.endswith("TAIL") and len(cut) < 300
+    assert "characters cut" in cut
+    assert truncate("short", 200) == "short"
+
+
+def _obs(event_id: int, cause: int, call_id: str, content: str) -> ObservationEvent:
+    obs = CmdOutputObservation(command="c", content=content, exit_code=0, cwd="/w")
+    return ObservationEvent(id=event_id, cause=cause, tool_call_id=call_id, observation=obs)
+
+
+def test_messages_pair_tool_calls_with_results() -> None:
+    a1 = ActionEvent(
+        id=3,
+        tool_name="execute_bash",
+        tool_call_id="c1",
+        action=CmdRunAction(command="ls"),
+        thought="let me look",
+        security_risk="LOW",
+    )
+    a2 = ActionEvent(
+        id=5, tool_name="execute_ipython_cell", tool_call_id="c2", action=IPythonAction(code="1")
+    )
+    bad = AgentErrorEvent(
+        id=4, tool_name="nope", tool_call_id="c3", arguments="{}", content="no such tool"
+    )
+    events = [
+        MessageEvent(id=1, source="user", text="task"),
+        LLMCallEvent(id=2, model="m", prompt_tokens=1, completion_tokens=1, cost=0, latency_ms=1),
+        a1,
+        bad,
+        a2,
+        _obs(6, 3, "c1", "a.txt\n" + "y" * 5000),
+        ObservationEvent(
+            id=7, cause=5, tool_call_id="c2", observation=IPythonObservation(code="1", content="1")
+        ),
+        MessageEvent(id=8, source="user", text="also this"),
+        LLMCallEvent(id=9, model="m", prompt_tokens=1, completion_tokens=1, cost=0, latency_ms=1),
+        MessageEvent(id=10, source="agent", text="done?"),
+    ]
+    messages = build_messages("SYS", events, max_observation_chars=500)
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "tool", "user", "assistant"]
+    assistant = messages[2]
+    assert assistant["content"] == "let me look"
+    assert [c["id"] for c in assistant["tool_calls"]] == ["c1", "c3", "c2"]
+    args = json.loads(assistant["tool_calls"][0]["function"]["arguments"])
+    assert args == {"command": "ls", "security_risk": "LOW"}
+    assert assistant["tool_calls"][1]["function"]["arguments"] == "{}"
+    results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert results["c3"] == "ERROR: no such tool"
+    assert results["c1"].startswith("a.txt") and "characters cut" in results["c1"]
+    assert results["c1"].endswith("[exit code 0, cwd /w]")
+    assert results["c2"] == "1"
+
+
+def test_unanswered_calls_get_a_placeholder_and_orphans_are_dropped() -> None:
+    finish = ActionEvent(
+        id=2, tool_name="finish", tool_call_id="f1", action=FinishAction(message="ok")
+    )
+    events = [
+        MessageEvent(id=1, source="user", text="task"),
+        finish,
+        _obs(3, 99, "ghost", "orphan"),
+        MessageEvent(id=4, source="user", text="one more thing"),
+    ]
+    messages = build_messages("SYS", events)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    assert messages[3] == {"role": "tool", "tool_call_id": "f1", "content": NOT_ANSWERED}

@@ -1,0 +1,231 @@
+"""The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list.
+
+Only the standard library is imported before the arguments are parsed, so `--help` and usage
+errors answer at once; configuration (pydantic), the controller and litellm come after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+USAGE_EXIT = 2
+
+_EPILOG = """\
+commands:
+  workbench sessions [--json]   list saved sessions, newest first
+
+environment:
+  LLM_MODEL, LLM_API_KEY, LLM_BASE_URL     the model, its key and endpoint
+  RUNTIME, WORKSPACE_BASE, SANDBOX_VOLUMES, SANDBOX_USER_ID, SANDBOX_ENV_<NAME>
+  LOG_ALL_EVENTS=true                      print every event (headless)
+  WORKBENCH_<SECTION>_<KEY>                any configuration key
+  WORKBENCH_CONFIG_DIR, WORKBENCH_DATA_DIR where the config file and sessions live
+
+exit codes (headless):
+  0 success   1 agent gave up   2 usage/config error   3 max iterations   4 budget
+  5 stuck   6 rejected by policy   7 LLM error   8 sandbox error   9 malformed tool calls
+  10 internal error   130 interrupted
+See docs/headless.md for the JSON lines schema.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the main command."""
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description="An LLM agent working in a sandbox (shell, editor, Jupyter, browser). "
+        "Opens the terminal UI unless --headless is given.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--headless", action="store_true", help="run one task without the UI")
+    task = parser.add_mutually_exclusive_group()
+    task.add_argument(
+        "-t", "--task", metavar="TASK", help="the task text; '-' reads it from standard input"
+    )
+    task.add_argument("-f", "--file", metavar="FILE", help="read the task from FILE")
+    parser.add_argument(
+        "--json", action="store_true", help="headless: print one JSON object per line"
+    )
+    parser.add_argument("--model", help="the LLM as litellm names it, e.g. openai/gpt-4o")
+    parser.add_argument("--config", metavar="PATH", help="the config file to read")
+    parser.add_argument(
+        "--workspace", metavar="DIR", help="the directory the agent works in (default: here)"
+    )
+    parser.add_argument(
+        "--runtime", choices=("local", "docker", "remote"), help="where the sandbox runs"
+    )
+    parser.add_argument(
+        "--max-iterations", type=int, metavar="N", help="the most steps (LLM calls) for the task"
+    )
+    parser.add_argument(
+        "--max-budget", type=float, metavar="USD", help="the most the session may spend, in US$"
+    )
+    parser.add_argument(
+        "--on-confirm",
+        choices=("approve", "reject", "stop"),
+        help="headless: what to do with an action that needs confirmation (default: reject)",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    return parser
+
+
+def _fail(message: str, json_mode: bool = False) -> int:
+    print(f"workbench: error: {message}", file=sys.stderr)
+    if json_mode:
+        import json
+
+        summary = {"v": 1, "type": "summary", "status": "config_error", "exit_code": USAGE_EXIT}
+        summary |= {"reason": message, "steps": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        summary |= {"tokens": 0, "cost": 0.0, "session_id": None}
+        print(json.dumps(summary, separators=(",", ":")))
+    return USAGE_EXIT
+
+
+def read_task(args: argparse.Namespace) -> str | None:
+    """The task from -t, -f or stdin (`-t -`), or None when none was given."""
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as stream:
+                return stream.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read the task file {args.file}: {exc}") from None
+    if args.task == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ValueError("-t - reads the task from standard input, but nothing was piped in")
+        return sys.stdin.read()
+    task: str | None = args.task
+    return task
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    """Dotted config keys set by command-line flags (None = not given)."""
+    return {
+        "llm.model": args.model,
+        "sandbox.workspace": args.workspace,
+        "sandbox.runtime": args.runtime,
+        "agent.max_iterations": args.max_iterations,
+        "budget.max_cost_usd": args.max_budget,
+        "security.headless_on_confirm": args.on_confirm,
+    }
+
+
+def _main_command(argv: Sequence[str], started: float) -> int:
+    args = build_parser().parse_args(argv)
+    if args.version:
+        from workbench.session_log import workbench_version
+
+        print(f"workbench {workbench_version()}")
+        return 0
+    try:
+        task = read_task(args)
+    except ValueError as exc:
+        return _fail(str(exc), args.json)
+    if args.headless and (task is None or not task.strip()):
+        return _fail("--headless needs a task: -t TASK, -f FILE or -t - (stdin)", args.json)
+    if args.workspace and not os.path.isdir(args.workspace):
+        return _fail(f"--workspace {args.workspace}: no such directory", args.json)
+
+    from pydantic import ValidationError
+
+    from workbench.config import ConfigError, load_config, require_model
+
+    try:
+        config = load_config(args.config and _path(args.config), overrides=overrides_from(args))
+        if args.headless:
+            require_model(config)
+    except ConfigError as exc:
+        return _fail(str(exc), args.json)
+    except ValidationError as exc:  # a flag's value the schema refuses
+        return _fail(str(exc), args.json)
+    if not args.headless:
+        args.task, args.file = task, None  # the TUI gets the task text, already read
+        return _open_tui(config, args)
+    from workbench.headless import run_headless
+
+    return run_headless(config, str(task), json_mode=args.json, started=started)
+
+
+def _path(text: str) -> Any:
+    from pathlib import Path
+
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise _config_error(f"--config {text}: no such file. Fix: give the path of a TOML file.")
+    return path
+
+
+def _config_error(message: str) -> Exception:
+    from workbench.config import ConfigError
+
+    return ConfigError(message, source="command line", key="--config")
+
+
+def _open_tui(config: Any, args: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        app = importlib.import_module("workbench.tui.app")
+    except ImportError as exc:
+        if exc.name not in ("workbench.tui.app", "workbench.tui"):
+            raise
+        return _fail(
+            "the terminal UI is not available in this build; run a task with "
+            "`workbench --headless -t TASK`"
+        )
+    code: int = app.run_tui(config, args)
+    return code
+
+
+def _sessions_command(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="workbench sessions", description="List saved sessions.")
+    parser.add_argument("--json", action="store_true", help="one JSON object per session")
+    parser.add_argument("--config", metavar="PATH", help="the config file to read")
+    args = parser.parse_args(argv)
+    import json
+
+    from workbench.config import ConfigError, load_config
+    from workbench.headless import sessions_dir_of
+    from workbench.session_log import list_sessions
+
+    try:
+        config = load_config(args.config and _path(args.config))
+    except ConfigError as exc:
+        return _fail(str(exc))
+    directory = sessions_dir_of(config)
+    headers = list_sessions(directory) if directory.is_dir() else []
+    for header in headers:
+        if args.json:
+            row = {"session_id": header.session_id, "created": header.created}
+            row |= {"model": header.model, "workspace": header.workspace}
+            row["log"] = str(directory / f"{header.session_id}.jsonl")
+            print(json.dumps(row, separators=(",", ":")))
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
+            print(f"{header.session_id}  {when}  {header.model}  {header.workspace}")
+    if not headers and not args.json:
+        print(f"no sessions in {directory}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `workbench` command; returns the exit code."""
+    started = time.monotonic()
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["sessions"]:
+            return _sessions_command(args[1:])
+        return _main_command(args, started)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else USAGE_EXIT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

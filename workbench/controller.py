@@ -1,0 +1,396 @@
+"""The agent loop: ask the LLM, turn its tool calls into actions, run them, record everything.
+
+UI-free: front ends `subscribe` to events (and to live shell output) and call `send_message`,
+`pause`, `resume` and `stop`. Every event goes to the session log before subscribers see it.
+A run ends with a `RunResult` whose `status` maps to an exit code (`workbench.exit_codes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sandbox.protocol import ErrorObservation
+from sandbox.runtimes.base import Runtime, SandboxError
+from workbench import exit_codes
+from workbench.agent.messages import build_messages, observation_text, tool_arguments
+from workbench.agent.parse import ToolCallError, parse_tool_call
+from workbench.agent.prompt import system_prompt
+from workbench.agent.tools import tool_names, tool_schemas
+from workbench.budget import Budget
+from workbench.config_schema import Config
+from workbench.event_hub import EventHub
+from workbench.events import (
+    ActionEvent,
+    AgentErrorEvent,
+    AgentState,
+    AnyObservation,
+    ConfirmationDecisionEvent,
+    ConfirmationRequestEvent,
+    ErrorEvent,
+    FinishAction,
+    LLMCallEvent,
+    MessageEvent,
+    ObservationEvent,
+    RejectedObservation,
+    ThinkAction,
+    ThinkObservation,
+)
+from workbench.exit_codes import RunResult, Status
+from workbench.security.policy import Decision, check, headless_decision
+from workbench.session_log import SessionLog
+from workbench.stuck import Step, StuckDetector
+
+if TYPE_CHECKING:
+    from workbench.llm import LLMClient, ToolCall
+
+__all__ = ["ConfirmHook", "Controller", "RunResult"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+ConfirmHook = Callable[[ActionEvent, ConfirmationRequestEvent], Awaitable[Decision]]
+
+STUCK_WARNING = (
+    "You seem to be stuck: {why}. Repeating it will not help. Step back, think about why it "
+    'fails, and try a different approach, or call finish with outcome "gave_up" if you '
+    "cannot go on. If this continues, the session will be stopped."
+)
+_FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
+_ERROR_STATUSES = ("llm_error", "sandbox_error", "internal_error")
+
+
+class _Stop(Exception):
+    """Ends the loop with a status (raised from anywhere inside a step)."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Controller(EventHub):
+    """Runs the agent for one session: LLM calls, actions in the runtime, events out."""
+
+    def __init__(
+        self,
+        config: Config,
+        runtime: Runtime,
+        llm: LLMClient,
+        session: SessionLog,
+        confirm: ConfirmHook | None = None,
+        workspace: str | None = None,
+    ) -> None:
+        super().__init__(session, runtime)
+        self.config = config
+        self.llm = llm
+        self.confirm = confirm
+        self.workspace = workspace or session.header.workspace
+        self.tools = tool_schemas(config.agent.enable_jupyter, config.agent.enable_browser)
+        self.system = system_prompt(self.workspace, tool_names(self.tools))
+        self.steps = 0
+        """LLM calls in the current run (the number `max_iterations` limits)."""
+        self.total_steps = 0
+        self.max_iterations = config.agent.max_iterations
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cost = 0.0
+        self.budget = Budget.from_config(config.budget)
+        self._inbox: deque[str] = deque()
+        self._wakeup = asyncio.Event()
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._stop_request: _Stop | None = None
+        self._current: asyncio.Future[Any] | None = None
+        self._stuck = StuckDetector(config.agent.stuck_threshold)
+        self._stuck_warned = False
+        self._malformed_run = 0
+
+    # ------------------------------------------------------------------ front-end API
+
+    @property
+    def session_id(self) -> str:
+        """The id of the session this controller records."""
+        return self.session.session_id
+
+    def send_message(self, text: str) -> None:
+        """Queue a user message; the agent reads it before its next LLM call."""
+        self._inbox.append(text)
+        self._wakeup.set()
+
+    def pause(self) -> None:
+        """Hold the loop before its next LLM call or action (the current one completes)."""
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        """Continue after `pause`."""
+        self._resumed.set()
+
+    def stop(self, reason: str = "stopped by the user", status: Status = "interrupted") -> None:
+        """End the run now: the LLM call or action in flight is cancelled."""
+        if self._stop_request is None:
+            self._stop_request = _Stop(status, reason)
+        if self._current is not None:
+            self._current.cancel()
+        self._wakeup.set()
+        self._resumed.set()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self, task: str) -> RunResult:
+        """Work on `task` until finished, stopped, failed or out of steps or budget."""
+        if self._running:
+            raise RuntimeError("this controller is already running a task")
+        self._running = True
+        self._stop_request = None
+        self.steps = 0
+        self._malformed_run = 0
+        self._stuck.reset()
+        self._stuck_warned = False
+        if self._output_subscribers:
+            self._start_pump()
+        status: Status = "internal_error"
+        reason = ""
+        try:
+            self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
+            self._set_state("running")
+            await self._loop()
+        except _Stop as stop:
+            status, reason = stop.status, stop.reason
+        except asyncio.CancelledError:
+            status, reason = "interrupted", "the run was cancelled"
+            self._finish_run(status, reason)
+            raise
+        except Exception as exc:  # a bug: keep the session log complete and say so
+            log.exception("controller failed")
+            reason = f"{type(exc).__name__}: {exc}"
+            self._emit(ErrorEvent(id=self._next_id(), error_kind="internal", message=reason))
+        return self._finish_run(status, reason)
+
+    def _finish_run(self, status: Status, reason: str) -> RunResult:
+        self._running = False
+        self._stop_pump()
+        state = _FINAL_STATE.get(status, "error" if status in _ERROR_STATUSES else "stopped")
+        self._set_state(state, f"{status}: {reason}" if reason else status)
+        return RunResult(
+            status=status,
+            exit_code=exit_codes.exit_code(status),
+            steps=self.steps,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cost=self.cost,
+            session_id=self.session_id,
+            reason=reason,
+        )
+
+    async def _loop(self) -> None:
+        while True:
+            await self._checkpoint()
+            if self.state == "awaiting_user" and not self._inbox:
+                self._wakeup.clear()
+                await self._guard(self._wakeup.wait(), timed=False)
+                continue
+            while self._inbox:
+                text = self._inbox.popleft()
+                self._emit(MessageEvent(id=self._next_id(), source="user", text=text))
+            if self.state != "running":
+                self._set_state("running")
+            await self._step()
+
+    async def _step(self) -> None:
+        if self.steps >= self.max_iterations:
+            raise _Stop("max_iterations", f"reached the limit of {self.max_iterations} steps")
+        over = self.budget.exceeded(self.prompt_tokens + self.completion_tokens, self.cost)
+        if over:
+            raise _Stop("budget", over)
+        messages = build_messages(self.system, self.events, self.config.agent.max_observation_chars)
+        from workbench.llm import LLMError
+
+        try:
+            response = await self._guard(self.llm.complete(messages, self.tools))
+        except LLMError as exc:
+            self._emit(
+                ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
+            )
+            raise _Stop("llm_error", str(exc)) from None
+        self.steps += 1
+        self.total_steps += 1
+        self.prompt_tokens += response.prompt_tokens
+        self.completion_tokens += response.completion_tokens
+        self.cost += response.cost
+        self._emit(
+            LLMCallEvent(
+                id=self._next_id(),
+                model=response.model,
+                prompt_tokens=response.prompt_tokens,
+                completion_tokens=response.completion_tokens,
+                cost=response.cost,
+                latency_ms=response.latency_ms,
+                retries=response.retries,
+            )
+        )
+        if not response.tool_calls:
+            self._emit(MessageEvent(id=self._next_id(), source="agent", text=response.content))
+            self._set_state("awaiting_user", "the agent replied without a tool call")
+            return
+        actions = self._parse_calls(response.content, response.tool_calls)
+        for event in actions:
+            await self._checkpoint()
+            await self._run_action(event)
+        limit = self.config.agent.max_malformed_calls
+        if self._malformed_run >= limit:
+            raise _Stop("malformed", f"{self._malformed_run} malformed tool calls in a row")
+        self._check_stuck()
+
+    def _parse_calls(self, content: str, calls: list[ToolCall]) -> list[ActionEvent]:
+        thought = content
+        actions: list[ActionEvent] = []
+        soft = self.config.sandbox.soft_timeout_s
+        seen: set[str] = set()
+        for index, call in enumerate(calls):
+            call_id = call.id
+            if not call_id or call_id in seen:  # both sides of the pair must carry one unique id
+                call_id = f"{call_id or 'call'}_{self._next_id()}_{index}"
+            seen.add(call_id)
+            try:
+                parsed = parse_tool_call(call.name, call.arguments, self.tools, soft)
+            except ToolCallError as exc:
+                self._malformed_run += 1
+                self._emit(
+                    AgentErrorEvent(
+                        id=self._next_id(),
+                        tool_name=call.name,
+                        tool_call_id=call_id,
+                        arguments=call.arguments,
+                        content=str(exc),
+                    )
+                )
+                continue
+            self._malformed_run = 0
+            event = ActionEvent(
+                id=self._next_id(),
+                tool_name=call.name,
+                tool_call_id=call_id,
+                action=parsed.action,
+                thought=thought,
+                security_risk=parsed.security_risk,
+            )
+            thought = ""
+            actions.append(event)
+            self._emit(event)
+        if thought and not actions:  # only malformed calls: keep the text the agent wrote
+            self._emit(MessageEvent(id=self._next_id(), source="agent", text=thought))
+        return actions
+
+    async def _run_action(self, event: ActionEvent) -> None:
+        action = event.action
+        if isinstance(action, FinishAction):
+            status: Status = "success" if action.outcome == "success" else "gave_up"
+            raise _Stop(status, action.message)
+        if isinstance(action, ThinkAction):
+            self._observe(event, ThinkObservation())
+            return
+        verdict = check(action, event.security_risk, self.config.security, self.workspace)
+        decision = verdict.decision
+        if decision is None and verdict.needs_confirmation:
+            request = ConfirmationRequestEvent(
+                id=self._next_id(),
+                cause=event.id,
+                risk=verdict.risk,
+                reason=verdict.reason or verdict.rule,
+            )
+            self._emit(request)
+            self._set_state("awaiting_confirmation")
+            decision = await self._guard(self._ask(event, request), timed=False)
+            self._set_state("running")
+        if decision is not None:
+            self._emit(
+                ConfirmationDecisionEvent(
+                    id=self._next_id(),
+                    cause=event.id,
+                    approved=decision.approved,
+                    rule=decision.rule,
+                    reason=decision.reason,
+                )
+            )
+            if not decision.approved:
+                text = f"This action was not run: {decision.reason or decision.rule}."
+                self._observe(event, RejectedObservation(content=text))
+                if decision.verdict == "stop":
+                    raise _Stop("rejected", decision.reason or decision.rule)
+                return
+        try:
+            observation = await self._guard(self.runtime.execute(action))
+        except SandboxError as exc:
+            self._emit(ErrorEvent(id=self._next_id(), error_kind="sandbox", message=str(exc)))
+            raise _Stop("sandbox_error", str(exc)) from None
+        self._observe(event, observation)
+
+    async def _ask(self, event: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
+        if self.confirm is None:
+            return headless_decision(self.config.security.headless_on_confirm)
+        return await self.confirm(event, request)
+
+    def _observe(self, event: ActionEvent, observation: AnyObservation) -> None:
+        self._emit(
+            ObservationEvent(
+                id=self._next_id(),
+                cause=event.id,
+                tool_call_id=event.tool_call_id,
+                observation=observation,
+            )
+        )
+        text = observation_text(observation)
+        failed = isinstance(observation, ErrorObservation) or (
+            getattr(observation, "exit_code", 0) not in (0, -1)
+        )
+        args = tool_arguments(event.action, None)
+        self._stuck.record(Step(f"{event.tool_name} {args}", text, text if failed else None))
+
+    def _check_stuck(self) -> None:
+        why = self._stuck.check()
+        if why is None:
+            self._stuck_warned = False
+            return
+        if self._stuck_warned:
+            raise _Stop("stuck", f"still stuck after a warning: {why}")
+        self._stuck_warned = True
+        text = STUCK_WARNING.format(why=why)
+        self._emit(MessageEvent(id=self._next_id(), source="environment", text=text))
+
+    async def _checkpoint(self) -> None:
+        """Raise the pending stop, or wait here while paused."""
+        if self._stop_request is not None:
+            raise self._stop_request
+        if not self._resumed.is_set():
+            previous = self.state
+            self._set_state("paused")
+            await self._guard(self._resumed.wait(), timed=False)
+            self._set_state(previous)
+
+    async def _guard(self, awaitable: Awaitable[T], timed: bool = True) -> T:
+        """Await `awaitable` so that `stop()` and the wall-time budget can cut it short."""
+        if self._stop_request is not None:
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()
+            raise self._stop_request
+        task: asyncio.Future[T] = asyncio.ensure_future(awaitable)
+        self._current = task
+        timeout = self.budget.remaining_wall() if timed else None
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._current = None
+        if not done:
+            task.cancel()
+            raise _Stop("budget", f"wall-time budget of {self.budget.max_wall_s:g} s used up")
+        if task.cancelled():
+            if self._stop_request is not None:
+                raise self._stop_request
+            raise asyncio.CancelledError()
+        return task.result()

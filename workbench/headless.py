@@ -1,0 +1,317 @@
+"""Headless mode: run one task with no one watching, print progress, exit with a status code.
+
+Start-up overlaps the slow parts: litellm is imported in a worker thread while the sandbox
+starts and the session log is opened, so the first request leaves about when the import ends.
+With no one to ask, confirmations follow `security.headless_on_confirm` (`--on-confirm`), and
+an agent that replies without a tool call is nudged `MAX_NUDGES` times, then the run ends as
+"no_finish" (exit code 1, like giving up). Ctrl-C stops the run, writes the final state event,
+closes the sandbox and exits with 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from sandbox.runtimes.base import Runtime, SandboxError
+from workbench import exit_codes, paths
+from workbench.config_schema import Config, LLMConfig
+from workbench.controller import Controller, RunResult
+from workbench.events import ActionEvent, ErrorEvent, Event, LLMCallEvent, StateChangedEvent
+from workbench.exit_codes import Status
+from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
+from workbench.session_log import Scrubber, SessionLog, make_header, new_session_id
+
+MAX_NUDGES = 2
+NUDGE = (
+    "(automatic reply: nobody is watching this headless session.) Continue with the task on "
+    "your own. When it is done, call `finish`; if you cannot complete it, call `finish` with "
+    'outcome "gave_up" and say why.'
+)
+
+
+def workspace_of(config: Config) -> Path:
+    """The workspace directory: `sandbox.workspace`, or the current directory."""
+    return Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+
+
+def sessions_dir_of(config: Config) -> Path:
+    """Where this config puts session logs."""
+    return Path(config.session.dir).expanduser() if config.session.dir else paths.sessions_dir()
+
+
+def secrets_of(config: Config) -> list[str]:
+    """Secret values that must never be written or printed."""
+    values = [
+        config.llm.api_key.get_secret_value(),
+        config.sandbox.remote.api_key.get_secret_value(),
+    ]
+    return [v for v in values if v]
+
+
+def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
+    """Keyword arguments for `create_runtime(config.sandbox.runtime, ...)`."""
+    box = config.sandbox
+    options: dict[str, Any] = {"soft_timeout_s": box.soft_timeout_s}
+    if box.runtime == "remote":
+        options |= {"url": box.remote.url, "api_key": box.remote.api_key.get_secret_value()}
+        return options
+    options |= {"workspace": workspace, "env": dict(box.env)}
+    if box.runtime == "local":
+        disabled = [
+            name
+            for name, on in (
+                ("browser", config.agent.enable_browser),
+                ("jupyter", config.agent.enable_jupyter),
+            )
+            if not on
+        ]
+        options |= {"isolation": box.local.isolation, "disable": disabled}
+    else:
+        docker = box.docker
+        options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
+        options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
+        options |= {"image_prefix": docker.image_prefix}
+    return options
+
+
+def make_runtime(config: Config, workspace: Path) -> Runtime:
+    """The configured runtime (not started)."""
+    from sandbox.runtimes import create_runtime
+
+    return create_runtime(config.sandbox.runtime, **runtime_options(config, workspace))
+
+
+class _Nudger:
+    """Answers an agent that stopped without `finish`, then gives up on it."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self.nudges = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ActionEvent):
+            self.nudges = 0
+        elif isinstance(event, StateChangedEvent) and event.state == "awaiting_user":
+            if self.nudges < MAX_NUDGES:
+                self.nudges += 1
+                self.controller.send_message(NUDGE)
+            else:
+                self.controller.stop(
+                    f"the agent stopped without calling finish ({MAX_NUDGES} reminders)",
+                    status="no_finish",
+                )
+
+
+def _import_litellm_in_background(config: LLMConfig) -> asyncio.Future[None]:
+    """Import litellm in a daemon thread (an early exit does not wait for it), then prime it."""
+    from workbench.llm import load_litellm
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def work() -> None:
+        error: BaseException | None = None
+        try:
+            litellm = load_litellm()
+        except BaseException as exc:
+            error = exc
+        else:
+            _prime(litellm, config)
+        with contextlib.suppress(RuntimeError):  # the loop may be closed by now
+            loop.call_soon_threadsafe(_settle, done, error)
+
+    threading.Thread(target=work, name="import-litellm", daemon=True).start()
+    return done
+
+
+def _prime(litellm: Any, config: LLMConfig) -> None:
+    """One offline mock completion with the client's own arguments and our tools: it imports
+    what litellm's first real call would otherwise import lazily (up to ~1 s with tools)."""
+    from workbench.agent.tools import tool_schemas
+    from workbench.llm import LLMClient
+
+    try:
+        kwargs = LLMClient(config)._kwargs([{"role": "user", "content": "warm-up"}], tool_schemas())
+        kwargs["model"] = kwargs.get("model") or "openai/warm-up"
+        litellm.completion(**kwargs, mock_response="ok")
+        importlib.import_module("litellm._service_logger")
+    except Exception:  # priming is an optimisation only
+        return
+
+
+def _settle(future: asyncio.Future[None], exc: BaseException | None) -> None:
+    if future.done():
+        return
+    if exc is None:
+        future.set_result(None)
+    else:
+        future.set_exception(exc)
+
+
+async def _start_runtime(config: Config, workspace: Path) -> Runtime:
+    runtime = make_runtime(config, workspace)
+    try:
+        await runtime.start()
+    except BaseException:
+        await runtime.close()
+        raise
+    return runtime
+
+
+async def run_session(
+    config: Config, task: str, printer: Printer, started: float | None = None
+) -> dict[str, Any]:
+    """Run `task` once; returns the summary (status, exit code, accounting, session id)."""
+    from workbench.llm import LLMClient, LLMError
+
+    started = time.monotonic() if started is None else started
+    # litellm's import (and priming) in a thread, meanwhile ...
+    warm = _import_litellm_in_background(config.llm)
+    workspace = workspace_of(config)
+    session_id = new_session_id()
+    header = make_header(session_id, workspace, config.llm.model, config.redacted_dict())
+    session = SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+    printer.start(
+        {
+            "session_id": session_id,
+            "model": config.llm.model,
+            "workspace": str(workspace),
+            "log": str(session.path),
+        }
+    )
+    controller: Controller | None = None
+    result: RunResult | None = None
+    status: Status = "internal_error"
+    reason = ""
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def on_signal() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if controller is not None and interrupts == 1:
+            printer.notice("interrupted: stopping (press Ctrl-C again to abort)")
+            controller.stop("interrupted by Ctrl-C")
+        elif main is not None:
+            main.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    runtime: Runtime | None = None
+    try:
+        runtime = await _start_runtime(config, workspace)  # ... while the sandbox starts
+        seen_by_sandbox = (await runtime.info()).workspace
+        await warm
+        llm = LLMClient(
+            config.llm,
+            on_retry=lambda err, n, wait: printer.notice(
+                f"LLM {err.kind} error, retry {n} in {wait:.1f} s: {err}"
+            ),
+        )
+        controller = Controller(config, runtime, llm, session, workspace=seen_by_sandbox)
+
+        def show(event: Event) -> None:
+            if isinstance(event, LLMCallEvent):
+                printer.steps = controller.steps if controller else printer.steps
+            printer.event(event)
+
+        controller.subscribe(show)
+        controller.subscribe(_Nudger(controller))
+        result = await controller.run(task)
+        status, reason = result.status, result.reason
+    except SandboxError as exc:
+        status, reason = "sandbox_error", str(exc)
+        _record_failure(session, controller, "sandbox", reason, status, printer)
+    except asyncio.CancelledError:
+        status, reason = "interrupted", "interrupted by Ctrl-C"
+        if controller is None:
+            _record_failure(session, None, "interrupted", reason, status, printer)
+    except LLMError as exc:  # the client could not even be set up
+        status, reason = "llm_error", str(exc)
+        _record_failure(session, controller, f"llm_{exc.kind}", reason, status, printer)
+    except Exception as exc:  # a bug: say so, keep the log complete, still close the sandbox
+        status, reason = "internal_error", f"{type(exc).__name__}: {exc}"
+        _record_failure(session, controller, "internal", reason, status, printer)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        if not warm.done():
+            warm.cancel()
+        if runtime is not None:
+            try:
+                await asyncio.shield(runtime.close())
+            except Exception as exc:  # closing must not hide how the run ended
+                printer.notice(f"closing the sandbox failed: {exc}")
+        session.close()
+    summary = {
+        "status": status,
+        "exit_code": exit_codes.exit_code(status),
+        "reason": reason,
+        "steps": controller.steps if controller else 0,
+        "prompt_tokens": controller.prompt_tokens if controller else 0,
+        "completion_tokens": controller.completion_tokens if controller else 0,
+        "tokens": (controller.prompt_tokens + controller.completion_tokens) if controller else 0,
+        "cost": controller.cost if controller else 0.0,
+        "session_id": session_id,
+        "log": str(session.path),
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+    return summary
+
+
+def _record_failure(
+    session: SessionLog,
+    controller: Controller | None,
+    kind: str,
+    message: str,
+    status: Status,
+    printer: Printer,
+) -> None:
+    """Log a failure that happened outside the controller's loop (start-up)."""
+    if controller is not None and controller.events:
+        return  # the controller already wrote its own error and final state
+    events: list[Event] = [
+        ErrorEvent(id=1, error_kind=kind, message=message),
+        StateChangedEvent(
+            id=2,
+            state="error" if kind != "interrupted" else "stopped",
+            reason=f"{status}: {message}",
+        ),
+    ]
+    for event in events:
+        session.append(event)
+        printer.event(event)
+
+
+def run_headless(
+    config: Config,
+    task: str,
+    json_mode: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    started: float | None = None,
+) -> int:
+    """Run one task headless and return the process exit code."""
+    scrub = Scrubber(secrets_of(config))
+    kind = JsonPrinter if json_mode else HumanPrinter
+    printer = kind(out, err, all_events=config.log_all_events, scrub=scrub)
+    try:
+        summary = asyncio.run(run_session(config, task, printer, started))
+    except KeyboardInterrupt:  # Ctrl-C before the loop could install its handler
+        return exit_codes.INTERRUPTED
+    printer.summary(summary)
+    code: int = summary["exit_code"]
+    if code not in (exit_codes.SUCCESS, exit_codes.INTERRUPTED) and not json_mode:
+        printer.line(f"workbench: {exit_codes.DESCRIPTIONS[code]}", err=True)
+    sys.stdout.flush()
+    return code

@@ -1,0 +1,186 @@
+"""What headless prints: human-readable progress, or versioned JSON lines (docs/headless.md).
+
+Both printers see the same events. By default they show the events a person follows (messages,
+actions, results, confirmations, errors); `log_all_events` adds state changes and LLM calls.
+Every printed line goes through the secret scrubber first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
+from workbench.agent.messages import observation_text, truncate
+from workbench.events import (
+    ActionEvent,
+    AgentErrorEvent,
+    ConfirmationDecisionEvent,
+    ConfirmationRequestEvent,
+    ErrorEvent,
+    Event,
+    FinishAction,
+    LLMCallEvent,
+    MessageEvent,
+    ObservationEvent,
+    StateChangedEvent,
+    ThinkAction,
+)
+
+JSONL_VERSION = 1
+PROGRESS_KINDS = frozenset(
+    {
+        "message",
+        "action",
+        "observation",
+        "agent_error",
+        "confirmation_request",
+        "confirmation_decision",
+        "error",
+    }
+)
+"""Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`)."""
+_HUMAN_OBS_CHARS = 2000
+
+
+class Printer:
+    """Base of both printers: filtering, scrubbing and the line sink."""
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        all_events: bool = False,
+        scrub: Callable[[str], str] = str,
+    ) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.all_events = all_events
+        self.scrub = scrub
+        self.steps = 0
+
+    def wants(self, event: Event) -> bool:
+        """True when `event` is printed at this verbosity."""
+        return self.all_events or event.kind in PROGRESS_KINDS
+
+    def line(self, text: str, err: bool = False) -> None:
+        """Print one (scrubbed) line and flush, so a pipe reader sees it at once."""
+        stream = self.err if err else self.out
+        stream.write(self.scrub(text) + "\n")
+        stream.flush()
+
+    def start(self, info: dict[str, Any]) -> None:
+        """The session started."""
+
+    def event(self, event: Event) -> None:
+        """One event of the session."""
+
+    def notice(self, text: str) -> None:
+        """A side note for the person watching (retries, warnings): always on stderr."""
+        self.line(f"workbench: {text}", err=True)
+
+    def summary(self, summary: dict[str, Any]) -> None:
+        """The run ended."""
+
+
+class JsonPrinter(Printer):
+    """One compact JSON object per line: `start`, `event`s, then one `summary`."""
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        self.line(json.dumps({"v": JSONL_VERSION, **obj}, separators=(",", ":")))
+
+    def start(self, info: dict[str, Any]) -> None:
+        """Print the `start` line."""
+        self._emit({"type": "start", **info})
+
+    def event(self, event: Event) -> None:
+        """Print an `event` line when the event is wanted."""
+        if self.wants(event):
+            self._emit({"type": "event", "event": event.model_dump(mode="json")})
+
+    def summary(self, summary: dict[str, Any]) -> None:
+        """Print the `summary` line (always the last line)."""
+        self._emit({"type": "summary", **summary})
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines()) if text else ""
+
+
+def describe_action(event: ActionEvent) -> str:
+    """A one-line description of an action for people."""
+    action = event.action
+    if isinstance(action, CmdRunAction):
+        if action.is_input:
+            return f"$ (input) {action.command!r}"
+        return f"$ {action.command}" if action.command else "$ (read more output)"
+    if isinstance(action, FileEditAction):
+        return f"edit {action.command} {action.path}"
+    if isinstance(action, IPythonAction):
+        first, *rest = action.code.splitlines() or [""]
+        return f">>> {first}" + (f"  (+{len(rest)} lines)" if rest else "")
+    if isinstance(action, BrowseAction):
+        return f"browse {action.action}"
+    if isinstance(action, ThinkAction):
+        return f"think: {action.thought}"
+    if isinstance(action, FinishAction):
+        return f"finish ({action.outcome}): {action.message}"
+    return f"{event.tool_name}"
+
+
+class HumanPrinter(Printer):
+    """Readable progress on stdout; errors and notices on stderr."""
+
+    def start(self, info: dict[str, Any]) -> None:
+        """Say which session, model and workspace."""
+        self.line(
+            f"workbench session {info['session_id']}  model {info['model']}  "
+            f"workspace {info['workspace']}"
+        )
+
+    def event(self, event: Event) -> None:
+        """Print the event, when wanted, in a form a person can scan."""
+        if not self.wants(event):
+            return
+        if isinstance(event, MessageEvent):
+            label = {"user": "user", "agent": "agent", "environment": "note"}[event.source]
+            self.line(f"{label}: {event.text}")
+        elif isinstance(event, ActionEvent):
+            risk = f"  [{event.security_risk}]" if event.security_risk else ""
+            if event.thought:
+                self.line(_indent(event.thought, "  ~ "))
+            self.line(f"[{self.steps}] {describe_action(event)}{risk}")
+        elif isinstance(event, ObservationEvent):
+            text = truncate(observation_text(event.observation), _HUMAN_OBS_CHARS)
+            if text:
+                self.line(_indent(text))
+        elif isinstance(event, AgentErrorEvent):
+            self.line(f"[{self.steps}] malformed call to {event.tool_name!r}: {event.content}")
+        elif isinstance(event, ConfirmationRequestEvent):
+            self.line(f"    ? needs confirmation (risk {event.risk}): {event.reason}")
+        elif isinstance(event, ConfirmationDecisionEvent):
+            verdict = "approved" if event.approved else "rejected"
+            self.line(
+                f"    -> {verdict} by {event.rule}" + (f": {event.reason}" if event.reason else "")
+            )
+        elif isinstance(event, ErrorEvent):
+            self.line(f"error ({event.error_kind}): {event.message}", err=True)
+        elif isinstance(event, StateChangedEvent):
+            self.line(f"-- state {event.state}" + (f" ({event.reason})" if event.reason else ""))
+        elif isinstance(event, LLMCallEvent):
+            self.line(
+                f"-- llm {event.model}: {event.prompt_tokens}+{event.completion_tokens} tokens, "
+                f"${event.cost:.4f}, {event.latency_ms:.0f} ms"
+                + (f", {event.retries} retries" if event.retries else "")
+            )
+
+    def summary(self, summary: dict[str, Any]) -> None:
+        """The closing line: status, steps, tokens, cost, session, exit code."""
+        s = summary
+        reason = f" ({s['reason']})" if s.get("reason") else ""
+        self.line(
+            f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
+            f"${s['cost']:.4f}, session {s['session_id']}, exit {s['exit_code']}"
+        )
