@@ -1,0 +1,336 @@
+"""TUI benchmark: start-up, key latency, memory, streaming and a 10 000-event session.
+
+Prints progress lines, then ONE JSON object on its last line:
+- `first_paint_s`: process start to the app's first frame on a real terminal (a pty).
+- `key_latency_ms_p95_startup`: a key every 50 ms for the first 10 s, while litellm is imported
+  and the local sandbox starts (the key's handler types into the input box).
+- `idle_rss_mb`: the whole process tree (app, sandbox server, its shell) after 10 s idle with
+  litellm loaded.
+- `stream_lines_per_s`, `key_latency_ms_p95_while_streaming`: 100 000 lines into the shell pane.
+- `load_10k_events_s`, `rss_mb_10k_events`, `key_latency_ms_p95_10k_events`: a saved session
+  of 10 000 events opened, then keys that move the cursor and redraw the visible rows.
+
+Latency is measured as a person's key travels: from a thread (Textual reads keys in one) into
+the app's event loop, through the handler, back; waiting on the GIL counts.
+Run: `.venv/bin/python benchmarks/tui.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] if ordered else float("nan")
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+    return total / 2**20
+
+
+class KeyProbe(threading.Thread):
+    """Every `interval` s, run `handler` in the app's loop from this thread; keep the latency."""
+
+    def __init__(self, app: Any, handler: Callable[[], None], interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.app, self.handler, self.interval = app, handler, interval
+        self.latencies: list[float] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(self.interval):
+            started = time.perf_counter()
+            try:
+                self.app.call_from_thread(self.handler)
+            except Exception:
+                return
+            self.latencies.append((time.perf_counter() - started) * 1000)
+
+
+# --------------------------------------------------------------------------- start-up (child)
+
+
+def child_startup(out: Path, started: float) -> None:
+    """Run in a pty: the real app, real backend; write the start-up figures to `out`."""
+    from workbench.config import load_config
+    from workbench.tui.app import WorkbenchApp, create_app
+    from workbench.tui.bridge import ControllerBackend
+    from workbench.tui.widgets.prompt import PromptInput
+
+    tmp = Path(tempfile.mkdtemp(prefix="tui-bench-"))
+    (tmp / "ws").mkdir()
+    env = {
+        "WORKBENCH_DATA_DIR": str(tmp / "data"),
+        "WORKBENCH_CONFIG_DIR": str(tmp / "cfg"),
+        "LLM_MODEL": "openai/bench",
+        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+    }
+    config = load_config(env=env, overrides={"sandbox.workspace": str(tmp / "ws")})
+    backend = ControllerBackend(config)
+    app: WorkbenchApp = create_app(
+        config, backend, image_mode="halfcell", user_themes=tmp / "themes"
+    )
+    result: dict[str, Any] = {}
+
+    def type_key() -> None:
+        app.query_one(PromptInput).insert("x")
+
+    async def measure() -> None:
+        probe = KeyProbe(app, type_key)
+        probe.start()
+        await asyncio.sleep(10)
+        probe.halt.set()
+        result["key_latency_ms_p95_startup"] = round(p95(probe.latencies), 1)
+        result["keys_startup"] = len(probe.latencies)
+        status = app.query_one("#status").data  # type: ignore[attr-defined]
+        for _ in range(600):
+            if status.llm != "loading…" and status.sandbox not in ("stopped", "starting…"):
+                break
+            await asyncio.sleep(0.1)
+        result["llm_state"], result["sandbox_state"] = status.llm, status.sandbox
+        await asyncio.sleep(10)
+        result["idle_rss_mb"] = round(tree_rss_mb(os.getpid()), 1)
+        result["litellm_loaded"] = "litellm" in sys.modules
+        await app.action_quit()
+
+    def painted() -> None:
+        result["first_paint_s"] = round(time.time() - started, 3)
+        app.run_worker(measure())
+
+    app.call_after_refresh(painted)
+    app.run()
+    out.write_text(json.dumps(result))
+
+
+def bench_startup() -> dict[str, Any]:
+    """Start the app in a pty (as a person would) and collect the child's figures."""
+    import pexpect
+
+    out = Path(tempfile.mkdtemp(prefix="tui-bench-")) / "startup.json"
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    started = time.time()
+    child = pexpect.spawn(
+        sys.executable,
+        [__file__, "--child-startup", str(out), str(started)],
+        env=env,
+        dimensions=(40, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+    )
+    child.expect(pexpect.EOF, timeout=180)
+    child.close()
+    if not out.exists():
+        raise RuntimeError(f"the start-up child failed: {child.before[-2000:]}")
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+async def bench_stream(total: int = 100_000, per_chunk: int = 250) -> dict[str, Any]:
+    """Stream `total` lines into the shell pane from a thread, typing meanwhile."""
+    from sandbox.protocol import CmdRunAction, OutputChunk
+    from workbench.events import ActionEvent
+    from workbench.tui.app import create_app
+    from workbench.tui.widgets.prompt import PromptInput
+    from workbench.tui.widgets.shell import ShellPane
+
+    app = create_app(None, None, image_mode="halfcell", user_themes=Path("/nonexistent"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.feed_event(
+            ActionEvent(
+                id=1,
+                tool_name="execute_bash",
+                tool_call_id="c",
+                action=CmdRunAction(command="seq 100000"),
+            )
+        )
+        shell = app.query_one(ShellPane)
+        before = shell.output.lines_received
+        chunks = [
+            OutputChunk(
+                seq=n,
+                command="seq",
+                data="".join(f"line {i} of the streamed output\n" for i in range(n, n + per_chunk)),
+            )
+            for n in range(0, total, per_chunk)
+        ]
+        probe = KeyProbe(app, lambda: app.query_one(PromptInput).insert("x"))
+
+        def produce() -> None:
+            for chunk in chunks:
+                app.feed_output(chunk)
+                time.sleep(0.0005)
+
+        started = time.perf_counter()
+        probe.start()
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        deadline = time.perf_counter() + 60
+        while shell.output.lines_received - before < total:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"only {shell.output.lines_received - before} lines arrived")
+            await pilot.pause(0.01)
+        elapsed = time.perf_counter() - started
+        probe.halt.set()
+        await pilot.pause(0.1)
+    return {
+        "stream_lines_per_s": round(total / elapsed),
+        "key_latency_ms_p95_while_streaming": round(p95(probe.latencies), 1),
+        "keys_while_streaming": len(probe.latencies),
+    }
+
+
+# --------------------------------------------------------------------------- 10k events
+
+
+def write_session(path_dir: Path, count: int = 10_000) -> Path:
+    """A session log of `count` events: messages, commands and their (multi-line) output."""
+    from sandbox.protocol import CmdOutputObservation, CmdRunAction
+    from workbench.events import ActionEvent, MessageEvent, ObservationEvent
+    from workbench.session_log import SessionLog, make_header
+
+    log = SessionLog.create(path_dir, make_header("bench-10k", "/ws", "openai/bench"))
+    n = 0
+    while n < count:
+        n += 1
+        log.append(MessageEvent(id=n, source="agent", text=f"Step {n}: let me check **this**."))
+        n += 1
+        log.append(
+            ActionEvent(
+                id=n,
+                tool_name="execute_bash",
+                tool_call_id=f"c{n}",
+                action=CmdRunAction(command=f"ls -la /tmp/dir{n} | head -20"),
+            )
+        )
+        n += 1
+        body = "\n".join(f"-rw-r--r-- 1 root root {i * 37} file{i}.txt" for i in range(20))
+        log.append(
+            ObservationEvent(
+                id=n,
+                cause=n - 1,
+                tool_call_id=f"c{n - 1}",
+                observation=CmdOutputObservation(command="ls", content=body, exit_code=0),
+            )
+        )
+    log.close()
+    return log.path
+
+
+async def bench_10k(path: Path) -> dict[str, Any]:
+    """Open the saved session; move through it with keys."""
+    from workbench.tui.app import create_app
+    from workbench.tui.widgets.conversation import ConversationView
+
+    app = create_app(None, None, image_mode="halfcell", user_themes=Path("/nonexistent"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        started = time.perf_counter()
+        app.open_session_file(path)
+        await pilot.pause()
+        view = app.query_one(ConversationView)
+        for y in range(view.size.height):
+            view.render_line(y)
+        loaded = time.perf_counter() - started
+        rss = tree_rss_mb(os.getpid())
+        view.focus()
+        view.action_cursor_to(0)
+        moves = ["cursor(1)", "toggle_cell", "cursor(1)", "page(1)", "cursor(-1)", "toggle_cell"]
+        step = [0]
+
+        def press() -> None:
+            action = moves[step[0] % len(moves)]
+            step[0] += 1
+            name, _, arg = action.partition("(")
+            method = getattr(view, f"action_{name}")
+            method(int(arg.rstrip(")"))) if arg else method()
+            for y in range(view.size.height):
+                view.render_line(y)
+
+        probe = KeyProbe(app, press, interval=0.02)
+        probe.start()
+        await pilot.pause(4)
+        probe.halt.set()
+        await pilot.pause(0.1)
+        events = len(view.cells)
+    return {
+        "load_10k_events_s": round(loaded, 3),
+        "rss_mb_10k_events": round(rss, 1),
+        "key_latency_ms_p95_10k_events": round(p95(probe.latencies), 1),
+        "cells_10k": events,
+        "keys_10k": len(probe.latencies),
+    }
+
+
+def run_child(kind: str, arg: str) -> None:
+    """Run one in-process part in this (fresh) process and print its JSON."""
+    if kind == "--child-stream":
+        print(json.dumps(asyncio.run(bench_stream())))
+    elif kind == "--child-10k":
+        print(json.dumps(asyncio.run(bench_10k(Path(arg)))))
+
+
+def in_child(kind: str, arg: str = "") -> dict[str, Any]:
+    """Each part in a fresh process, so memory figures do not mix."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, __file__, kind, arg],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{kind} failed: {done.stderr[-2000:]}")
+    data: dict[str, Any] = json.loads(lines[-1])
+    return data
+
+
+def main() -> None:
+    """Run every part and print the summary line."""
+    results: dict[str, Any] = {}
+    print("start-up in a pty (about 25 s) ...", flush=True)
+    results |= bench_startup()
+    print("streaming 100 000 lines ...", flush=True)
+    results |= in_child("--child-stream")
+    print("opening a 10 000-event session ...", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_session(Path(tmp))
+        results |= in_child("--child-10k", str(path))
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-startup":
+        child_startup(Path(sys.argv[2]), float(sys.argv[3]))
+    elif len(sys.argv) > 1 and sys.argv[1].startswith("--child-"):
+        run_child(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
+    else:
+        main()

@@ -1,0 +1,184 @@
+"""A whole session driven through the TUI: scripted LLM server, real local runtime and bash.
+
+Typing a task, live shell output before the command ends, a queued message, an interrupt from
+the shell pane, a rejected and an approved confirmation, and the finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workbench.config import load_config
+from workbench.config_schema import Config
+from workbench.events import ConfirmationDecisionEvent, MessageEvent
+from workbench.testing.llm_server import ScriptedLLMServer
+from workbench.tui.app import WorkbenchApp, create_app
+from workbench.tui.bridge import ControllerBackend
+from workbench.tui.messages import PromptSubmitted
+from workbench.tui.widgets.confirm import ConfirmPanel
+from workbench.tui.widgets.prompt import PromptInput
+from workbench.tui.widgets.shell import ShellPane
+from workbench.tui.widgets.status import StatusBar
+
+SLOW_LOOP = "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick$i; sleep 0.2; done"
+
+
+def _bash(command: str, risk: str = "LOW") -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {"name": "execute_bash", "arguments": {"command": command, "security_risk": risk}}
+        ]
+    }
+
+
+SCRIPT = {
+    "steps": [
+        _bash(SLOW_LOOP),
+        _bash("sleep 30"),
+        _bash("rm -rf ./build-output", "HIGH"),
+        _bash("echo approved-$((6*7))", "HIGH"),
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "All done."}}]},
+    ],
+    "default": {"text": "nothing more"},
+}
+
+
+def _config(tmp_path: Path, base_url: str) -> Config:
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "ws").mkdir()
+    env = {
+        "LLM_MODEL": "openai/test-model",
+        "LLM_BASE_URL": base_url,
+        "LLM_API_KEY": "test-key-123456",
+        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
+        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
+        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+    }
+    overrides = {
+        "sandbox.workspace": str(tmp_path / "ws"),
+        "security.confirmation": "risky",
+        "security.risk_threshold": "HIGH",
+        "sandbox.soft_timeout_s": 1.0,
+    }
+    return load_config(env=env, overrides=overrides)
+
+
+async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 30) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def _keys(text: str) -> list[str]:
+    return ["space" if char == " " else char for char in text]
+
+
+def _shell_text(app: WorkbenchApp) -> str:
+    return app.query_one(ShellPane).output.text()
+
+
+def _events(app: WorkbenchApp) -> list[Any]:
+    backend = app.backend
+    assert isinstance(backend, ControllerBackend) and backend.controller is not None
+    return list(backend.controller.events)
+
+
+@pytest.mark.timeout(120)
+async def test_whole_session_through_the_tui(tmp_path: Path) -> None:
+    with ScriptedLLMServer(SCRIPT) as server:
+        config = _config(tmp_path, server.base_url)
+        backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+        app = create_app(
+            config,
+            backend,
+            clock=lambda: 0.0,
+            image_mode="halfcell",
+            user_themes=tmp_path / "themes",
+        )
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.query_one(StatusBar)
+            await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox", 60)
+            # Type the task into the input box and send it.
+            await pilot.click("#prompt")
+            await pilot.press(*_keys("count the ticks"))
+            await pilot.press("enter")
+            # Live output: the first lines show while the loop still runs.
+            shell = app.query_one(ShellPane)
+            await _until(pilot, lambda: "tick2" in _shell_text(app), "live output", 60)
+            assert "tick10" not in _shell_text(app)
+            assert shell.state == "running"
+            # A message typed while the agent works is queued.
+            app.query_one(PromptInput).focus()
+            await pilot.press(*_keys("also be brief"))
+            await pilot.press("enter")
+            await _until(pilot, lambda: "tick10" in _shell_text(app), "the loop's end")
+            # The next command hangs; the agent's soft timeout (1 s here) hands it back.
+            await _until(pilot, lambda: shell.command == "sleep 30", "sleep 30 to start")
+            app.query_one("#shell-input").focus()
+            await pilot.press("ctrl+c")
+            await _until(pilot, lambda: shell.command != "sleep 30", "the interrupt", 15)
+            # A risky command asks; reject it.
+            panel = app.query_one(ConfirmPanel)
+            await _until(pilot, lambda: panel.request is not None, "a confirmation")
+            assert panel.has_class("-shown")
+            await pilot.press("n")
+            # The next one: approve it, and it runs.
+            await _until(pilot, lambda: panel.request is not None, "a second confirmation")
+            await pilot.press("y")
+            await _until(pilot, lambda: "approved-42" in _shell_text(app), "the approved run")
+            await _until(pilot, lambda: status.data.state == "finished", "the finish")
+            events = _events(app)
+            texts = [e.text for e in events if isinstance(e, MessageEvent) and e.source == "user"]
+            assert texts == ["count the ticks", "also be brief"]
+            decisions = [e.approved for e in events if isinstance(e, ConfirmationDecisionEvent)]
+            assert decisions == [False, True]
+            assert not (tmp_path / "ws" / "build-output").exists()
+            sent = [m.get("content") for r in server.requests for m in r["messages"]]
+            assert "also be brief" in sent
+            await app.action_quit()
+        await asyncio.sleep(0)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.xfail(
+    reason="the runtime has no way yet to type into a running command without "
+    "waiting for the agent's own call (Runtime.send_input); see the TUI report",
+    raises=AssertionError,
+    strict=False,
+)
+async def test_ctrl_c_in_the_shell_pane_interrupts_at_once(tmp_path: Path) -> None:
+    script = {"steps": [_bash("sleep 30")], "default": {"text": "ok"}}
+    with ScriptedLLMServer(script) as server:
+        config = _config(tmp_path, server.base_url)
+        config.sandbox.soft_timeout_s = 25.0
+        backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+        app = create_app(
+            config,
+            backend,
+            clock=lambda: 0.0,
+            image_mode="halfcell",
+            user_themes=tmp_path / "themes",
+        )
+        async with app.run_test(size=(120, 40)) as pilot:
+            shell = app.query_one(ShellPane)
+            app.post_message(PromptSubmitted("sleep a while"))
+            await _until(pilot, lambda: shell.state == "running", "sleep 30 to start", 60)
+            await pilot.pause(0.5)
+            app.query_one("#shell-input").focus()
+            started = time.monotonic()
+            await pilot.press("ctrl+c")
+            try:
+                await _until(pilot, lambda: shell.state != "running", "the interrupt", 8)
+                assert time.monotonic() - started < 8
+                assert shell.exit_code == 130
+            finally:
+                await app.action_quit()

@@ -1,0 +1,559 @@
+"""The Textual app: layout, key bindings, palette commands, and routing of session events.
+
+`create_app` builds the app for the CLI, the tests and the benchmark alike; `run_tui` runs it.
+Events reach the app as `EventArrived` messages (from a `Backend` that drives the controller,
+or fed by hand in tests); live shell output goes straight into the shell pane's buffer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Container
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+
+from sandbox.protocol import (
+    BrowseAction,
+    BrowseObservation,
+    CmdOutputObservation,
+    CmdRunAction,
+    CommandFinished,
+    IPythonAction,
+    IPythonObservation,
+    OutputChunk,
+)
+from workbench.events import (
+    ActionEvent,
+    ConfirmationDecisionEvent,
+    ConfirmationRequestEvent,
+    Event,
+    LLMCallEvent,
+    StateChangedEvent,
+)
+from workbench.tui import themes as theme_files
+from workbench.tui.messages import (
+    ConfirmationAnswered,
+    EventArrived,
+    ProgressChanged,
+    PromptSubmitted,
+    ShellInputSubmitted,
+)
+from workbench.tui.widgets.browser import BrowserPane
+from workbench.tui.widgets.confirm import ConfirmPanel
+from workbench.tui.widgets.conversation import ConversationView
+from workbench.tui.widgets.jupyter import JupyterPane
+from workbench.tui.widgets.prompt import PromptInput
+from workbench.tui.widgets.shell import ShellPane
+from workbench.tui.widgets.status import StatusBar
+
+if TYPE_CHECKING:
+    from workbench.config_schema import Config
+
+NARROW_WIDTH = 110
+"""Below this many columns the tool panes sit under the conversation instead of beside it."""
+PANES = ("shell", "jupyter", "browser")
+RECENT_EVENTS = 300
+"""A loaded session fills the tool panes from its last this-many events (all are in the
+conversation)."""
+
+
+class Backend(Protocol):
+    """What the app drives: the controller, the runtime and the LLM behind one small surface."""
+
+    async def start(self, app: WorkbenchApp) -> None:
+        """Load the LLM client and start the sandbox in the background, reporting progress."""
+
+    async def submit(self, text: str) -> None:
+        """Start a task with `text`, or queue it as a message if one is running."""
+
+    async def answer(self, cause: int, answer: str) -> None:
+        """Answer the confirmation request about action `cause`."""
+
+    async def shell_input(self, text: str) -> None:
+        """Send text or a key (`C-c`) to the running shell command."""
+
+    async def load_artifact(self, name: str) -> bytes:
+        """A stored file (screenshot, image) by name."""
+
+    def pause(self) -> None:
+        """Pause the agent after its current step."""
+
+    def resume(self) -> None:
+        """Resume a paused agent."""
+
+    def stop(self) -> None:
+        """Stop the agent."""
+
+    async def new_session(self) -> None:
+        """Forget the current task; the next message starts a new session."""
+
+    async def close(self) -> None:
+        """Stop everything and leave no process behind."""
+
+
+class WorkbenchApp(App[int]):
+    """The workbench TUI."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "workbench"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f2", "toggle_tools", "Tools"),
+        Binding("f3", "show_pane('shell')", "Shell", show=False),
+        Binding("f4", "show_pane('jupyter')", "Jupyter", show=False),
+        Binding("f5", "show_pane('browser')", "Browser", show=False),
+        Binding("f6", "maximize_pane", "Max", show=False),
+        Binding("f7", "resize_tools(-5)", "Narrower", show=False),
+        Binding("f8", "resize_tools(5)", "Wider", show=False),
+        Binding("f9", "toggle_pause", "Pause"),
+        Binding("f10", "stop", "Stop"),
+        Binding("ctrl+n", "new_session", "New", show=False),
+        Binding("ctrl+o", "open_session", "Open", show=False),
+        Binding("ctrl+s", "settings", "Settings"),
+        Binding("ctrl+t", "change_theme", "Theme", show=False),
+        Binding("escape", "focus_prompt", "Input", show=False),
+    ]
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        backend: Backend | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        image_mode: str = "auto",
+        user_themes: Path | None = None,
+        config_path: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.backend = backend
+        self.clock = clock
+        self.image_mode = image_mode
+        self.config_path = config_path
+        self.actions: dict[int, ActionEvent] = {}
+        self.tools_size = 50
+        self.paused = False
+        self.initial_task = ""
+        """A task to start as soon as the app is up (`workbench -t TASK` without --headless)."""
+        folders = [theme_files.builtin_themes_dir()]
+        if user_themes is not None:
+            folders.append(user_themes)
+        self.loaded_themes = theme_files.load_themes(folders)
+        for theme in self.loaded_themes.themes.values():
+            self.register_theme(theme)
+        wanted = config.ui.theme if config is not None else theme_files.DEFAULT_THEME
+        self._theme_problem = ""
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self._theme_problem = f"Theme {wanted!r} not found; using {theme_files.DEFAULT_THEME}."
+            if theme_files.DEFAULT_THEME in self.available_themes:
+                self.theme = theme_files.DEFAULT_THEME
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """Workbench's colour variables, for themes (Textual's own) that do not set them."""
+        return dict(theme_files.APP_VARIABLES)
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        """Conversation and tool panes, confirmation panel, input, status, footer."""
+        with Container(id="main"):
+            yield ConversationView(id="conversation")
+            with TabbedContent(id="tools", initial="tab-shell"):
+                with TabPane("Shell", id="tab-shell"):
+                    yield ShellPane(id="shell")
+                with TabPane("Jupyter", id="tab-jupyter"):
+                    yield JupyterPane(id="jupyter")
+                with TabPane("Browser", id="tab-browser"):
+                    yield BrowserPane(self.image_mode, id="browser")
+        yield ConfirmPanel(id="confirm")
+        yield PromptInput(id="prompt")
+        yield StatusBar(self.clock, id="status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        """Apply the theme's code style, report theme problems, start the background work."""
+        problems = list(self.loaded_themes.errors)
+        if self._theme_problem:
+            problems.append(self._theme_problem)
+        if problems:
+            self.notify("\n".join(problems), title="Theme problems", severity="warning", timeout=10)
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_code_style())
+        self._apply_code_style()
+        status = self.query_one(StatusBar)
+        if self.config is not None:
+            status.set(model=self.config.llm.model, max_steps=self.config.agent.max_iterations)
+        if self.backend is not None:
+            self.query_one(JupyterPane).loader = self.backend.load_artifact
+            self.query_one(BrowserPane).loader = self.backend.load_artifact
+            # After the first frame: litellm's import would otherwise hold the GIL during it.
+            self.call_after_refresh(self.set_timer, 0.05, self._start_backend)
+            if self.initial_task:
+                self.post_message(PromptSubmitted(self.initial_task))
+        self.query_one(PromptInput).focus()
+
+    def _start_backend(self) -> None:
+        if self.backend is not None:
+            self._background(self.backend.start(self), "backend")
+
+    def _apply_code_style(self) -> None:
+        style = self.loaded_themes.pygments.get(
+            self.theme, theme_files.DEFAULT_PYGMENTS[self.current_theme.dark]
+        )
+        self.code_style = style
+        for cells in (self.query_one(ConversationView), self.query_one(JupyterPane)):
+            cells.set_pygments_style(style)
+        self.query_one(ConfirmPanel).pygments = style
+
+    def on_resize(self, event: Resize) -> None:
+        """Stack the panes on narrow terminals."""
+        self._layout_tools()
+
+    def _layout_tools(self) -> None:
+        main, tools = self.query_one("#main"), self.query_one("#tools")
+        narrow = self.size.width < NARROW_WIDTH
+        main.set_class(narrow, "-narrow")
+        if narrow:
+            tools.styles.width, tools.styles.height = "1fr", f"{self.tools_size}%"
+        else:
+            tools.styles.width, tools.styles.height = f"{self.tools_size}%", "1fr"
+
+    # ------------------------------------------------------------------ events in
+
+    def feed_event(self, event: Event, live: bool = True) -> None:
+        """Show one event (call from the app's thread; other threads post `EventArrived`)."""
+        self._route(event, live)
+        self.query_one(ConversationView).add_events([event], live=live)
+
+    def load_events(self, events: Iterable[Event]) -> None:
+        """Show a recorded session: the conversation in one batch (all collapsed), the panes
+        with the recent past, the status bar with the totals."""
+        batch = list(events)
+        status = self.query_one(StatusBar)
+        steps, prompt, completion, cost, state = 0, 0, 0, 0.0, status.data.state
+        for event in batch:
+            if isinstance(event, ActionEvent):
+                self.actions[event.id] = event
+                steps += 1
+            elif isinstance(event, LLMCallEvent):
+                prompt += event.prompt_tokens
+                completion += event.completion_tokens
+                cost += event.cost
+            elif isinstance(event, StateChangedEvent):
+                state = event.state
+        for event in batch[-RECENT_EVENTS:]:
+            self._route(event, live=False, account=False)
+        status.set(
+            steps=status.data.steps + steps,
+            state=state,
+            cost=status.data.cost + cost,
+            prompt_tokens=status.data.prompt_tokens + prompt,
+            completion_tokens=status.data.completion_tokens + completion,
+        )
+        self.query_one(ConversationView).add_events(batch, live=False)
+
+    def feed_output(self, event: OutputChunk | CommandFinished) -> None:
+        """Live shell output (any thread): buffered, drawn by the pane's timer."""
+        self.query_one(ShellPane).feed(event)
+
+    def on_event_arrived(self, message: EventArrived) -> None:
+        """An event from the controller."""
+        self.feed_event(message.event, message.live)
+
+    def _route(self, event: Event, live: bool, account: bool = True) -> None:
+        status = self.query_one(StatusBar)
+        if isinstance(event, ActionEvent):
+            self.actions[event.id] = event
+            if account:
+                status.set(steps=status.data.steps + 1)
+            action = event.action
+            if isinstance(action, CmdRunAction):
+                shell = self.query_one(ShellPane)
+                if action.is_input:
+                    shell.output.append_marked(f"⌨ {action.command}", "note")
+                elif action.command:
+                    shell.command_started(action.command)
+                self._reveal("shell", live)
+            elif isinstance(action, IPythonAction):
+                self.query_one(JupyterPane).add_code(event.id, action)
+                self._reveal("jupyter", live)
+            elif isinstance(action, BrowseAction):
+                self._reveal("browser", live)
+        elif hasattr(event, "observation"):
+            obs = event.observation
+            if isinstance(obs, CmdOutputObservation):
+                self.query_one(ShellPane).observation(obs)
+            elif isinstance(obs, IPythonObservation):
+                self.query_one(JupyterPane).add_output(event.id, obs)
+            elif isinstance(obs, BrowseObservation):
+                self.query_one(BrowserPane).show(obs)
+        elif isinstance(event, ConfirmationRequestEvent):
+            cause = self.actions.get(event.cause)
+            if cause is not None and isinstance(cause.action, CmdRunAction):
+                self.query_one(ShellPane).set_state("awaiting confirmation")
+            if live:
+                self.query_one(ConfirmPanel).ask(self.actions.get(event.cause), event)
+        elif isinstance(event, ConfirmationDecisionEvent):
+            panel = self.query_one(ConfirmPanel)
+            if panel.request is not None and panel.request.cause == event.cause:
+                panel.hide()
+            cause = self.actions.get(event.cause)
+            if cause is not None and isinstance(cause.action, CmdRunAction):
+                self.query_one(ShellPane).set_state("running" if event.approved else "rejected")
+        elif isinstance(event, StateChangedEvent) and account:
+            status.set(state=event.state)
+            if event.state == "running" and status.data.started is None and live:
+                status.set(started=self.clock())
+        elif isinstance(event, LLMCallEvent) and account:
+            status.set(
+                prompt_tokens=status.data.prompt_tokens + event.prompt_tokens,
+                completion_tokens=status.data.completion_tokens + event.completion_tokens,
+                cost=status.data.cost + event.cost,
+                model=event.model,
+            )
+
+    def _reveal(self, pane: str, live: bool) -> None:
+        if live:
+            self.query_one("#tools", TabbedContent).active = f"tab-{pane}"
+
+    def on_progress_changed(self, message: ProgressChanged) -> None:
+        """Background start-up moved on."""
+        self.query_one(StatusBar).set(**{message.part: message.state})
+        if message.detail:
+            failed = message.state in ("failed", "dead")
+            self.notify(
+                message.detail,
+                title=message.part,
+                severity="error" if failed else "information",
+                timeout=10 if failed else 3,
+            )
+
+    # ------------------------------------------------------------------ the person's input
+
+    def on_prompt_submitted(self, message: PromptSubmitted) -> None:
+        """Send a task or a queued message."""
+        if self.backend is None:
+            self.notify("No agent is connected (viewing a recorded session).", severity="warning")
+            return
+        self._background(self.backend.submit(message.text), "submit")
+
+    def on_confirmation_answered(self, message: ConfirmationAnswered) -> None:
+        """Pass the answer to the controller."""
+        self.query_one(PromptInput).focus()
+        if self.backend is not None:
+            self._background(self.backend.answer(message.cause, message.answer), "answer")
+
+    def on_shell_input_submitted(self, message: ShellInputSubmitted) -> None:
+        """Text or a key for the running command."""
+        shell = self.query_one(ShellPane)
+        if message.text == "C-c":
+            shell.output.append_marked("^C", "note")
+        if self.backend is not None:
+            self._background(self.backend.shell_input(message.text), "shell-input")
+
+    def _background(self, work: Coroutine[Any, Any, None], group: str) -> None:
+        """Run backend work without blocking the UI; a failure becomes a notification."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception as exc:
+                self.notify(
+                    f"{type(exc).__name__}: {exc}", title=group, severity="error", timeout=10
+                )
+
+        self.run_worker(guarded(), group=group)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_focus_prompt(self) -> None:
+        """Back to the input box (and out of a maximized pane)."""
+        self.screen.minimize()
+        self.query_one(PromptInput).focus()
+
+    def action_toggle_tools(self) -> None:
+        """Show or hide the tool panes."""
+        tools = self.query_one("#tools")
+        tools.display = not tools.display
+
+    def action_show_pane(self, pane: str) -> None:
+        """Show the tool pane `pane` and focus it."""
+        tools = self.query_one("#tools", TabbedContent)
+        tools.display = True
+        tools.active = f"tab-{pane}"
+        target = self.query_one(f"#{pane}")
+        if pane == "shell":
+            target = self.query_one("#shell-input")
+        target.focus()
+
+    def action_maximize_pane(self) -> None:
+        """Maximize the focused pane (again: restore)."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        focused = self.focused
+        while focused is not None and focused.id not in ("conversation", *PANES):
+            focused = focused.parent  # type: ignore[assignment]
+        target = focused or self.query_one(ConversationView)
+        self.screen.maximize(target, container=False)
+
+    def action_resize_tools(self, delta: int) -> None:
+        """Give the tool panes more or less room."""
+        self.tools_size = max(20, min(80, self.tools_size + delta))
+        self._layout_tools()
+
+    def action_toggle_pause(self) -> None:
+        """Pause or resume the agent."""
+        if self.backend is None:
+            return
+        if self.paused:
+            self.backend.resume()
+        else:
+            self.backend.pause()
+        self.paused = not self.paused
+        self.notify("Paused after this step" if self.paused else "Resumed", timeout=2)
+
+    def action_stop(self) -> None:
+        """Stop the agent."""
+        if self.backend is not None:
+            self.backend.stop()
+            self.notify("Stopping the agent", timeout=2)
+
+    def action_new_session(self) -> None:
+        """Clear the panes; the next message starts a new session."""
+        self.query_one(ConversationView).clear()
+        self.query_one(JupyterPane).clear()
+        self.query_one(ShellPane).output.clear()
+        self.actions.clear()
+        status = self.query_one(StatusBar)
+        status.set(
+            steps=0, prompt_tokens=0, completion_tokens=0, cost=0.0, state="idle", started=None
+        )
+        if self.backend is not None:
+            self._background(self.backend.new_session(), "backend")
+
+    def action_open_session(self) -> None:
+        """Pick a saved session and show it."""
+        from workbench.tui.screens.sessions import SessionPicker
+
+        self.push_screen(SessionPicker(self._sessions_dir()), self._open_picked)
+
+    def _sessions_dir(self) -> Path:
+        from workbench.paths import sessions_dir
+
+        if self.config is not None and self.config.session.dir:
+            return Path(self.config.session.dir).expanduser()
+        return sessions_dir()
+
+    def _open_picked(self, path: Path | None) -> None:
+        if path is not None:
+            self.open_session_file(path)
+
+    def open_session_file(self, path: Path) -> None:
+        """Load a session log into the panes (read-only view)."""
+        from workbench.session_log import SessionLogError, read
+
+        try:
+            loaded = read(path)
+        except SessionLogError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.action_new_session()
+        self.load_events(loaded.events)
+        if loaded.bad_lines or loaded.truncated:
+            self.notify(f"{len(loaded.bad_lines)} unreadable line(s) skipped", severity="warning")
+
+    def action_settings(self) -> None:
+        """Open the settings screen."""
+        from workbench.tui.screens.settings import SettingsScreen
+
+        self.push_screen(SettingsScreen(self.config, self.config_path))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Palette entries for everything the footer keys do."""
+        yield from super().get_system_commands(screen)
+        yield from self._commands()
+
+    def _commands(self) -> Iterator[SystemCommand]:
+        yield SystemCommand(
+            "New session", "Clear the panes and start over", self.action_new_session
+        )
+        yield SystemCommand(
+            "Pause / resume", "Pause the agent after its step, or resume", self.action_toggle_pause
+        )
+        yield SystemCommand("Stop the agent", "Stop the running task", self.action_stop)
+        yield SystemCommand(
+            "Toggle tool panes", "Show or hide shell/Jupyter/browser", self.action_toggle_tools
+        )
+        for pane in PANES:
+            yield SystemCommand(
+                f"Show {pane} pane",
+                f"Show and focus the {pane} pane",
+                lambda pane=pane: self.action_show_pane(pane),
+            )
+        yield SystemCommand(
+            "Maximize pane", "Maximize the focused pane (again: restore)", self.action_maximize_pane
+        )
+        yield SystemCommand(
+            "Open a saved session", "Show a recorded session", self.action_open_session
+        )
+        yield SystemCommand("Settings", "Model, base URL and API key", self.action_settings)
+
+    async def action_quit(self) -> None:
+        """Close the backend (no process left behind), then exit."""
+        if self.backend is not None:
+            await self.backend.close()
+        self.exit(0)
+
+
+def create_app(
+    config: Config | None = None,
+    backend: Backend | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    image_mode: str = "auto",
+    user_themes: Path | None = None,
+    config_path: Path | None = None,
+) -> WorkbenchApp:
+    """The app as the CLI runs it; tests pass a fixed clock and `image_mode="halfcell"`."""
+    if user_themes is None:
+        from workbench.paths import themes_dir
+
+        user_themes = themes_dir()
+    return WorkbenchApp(
+        config,
+        backend,
+        clock=clock,
+        image_mode=image_mode,
+        user_themes=user_themes,
+        config_path=config_path,
+    )
+
+
+def run_tui(config: Config, args: Any) -> int:
+    """Open the TUI (the CLI's default); a task given with `-t`/`-f` starts at once."""
+    import sys
+
+    from workbench.tui.bridge import ControllerBackend
+
+    config_path = Path(args.config).expanduser() if getattr(args, "config", None) else None
+    image_mode = "auto" if sys.stdout.isatty() else "halfcell"
+    if image_mode == "auto":
+        import textual_image.widget  # noqa: F401  (asks the terminal what it can draw, pre-start)
+    backend = ControllerBackend(config, config_path)
+    app = create_app(config, backend, image_mode=image_mode, config_path=config_path)
+    task = getattr(args, "task", None)
+    if getattr(args, "file", None):
+        task = Path(args.file).read_text(encoding="utf-8")
+    if task and task.strip():
+        app.initial_task = task.strip()
+    code = app.run()
+    return code or 0

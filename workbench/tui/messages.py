@@ -1,0 +1,55 @@
+"""Messages the TUI passes between the background work and its widgets (past tense, small)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from textual.message import Message
+
+from workbench.events import Event
+
+ConfirmAnswer = Literal["approve", "reject", "always"]
+
+
+class EventArrived(Message):
+    """The controller (or a loaded session) produced `event`."""
+
+    def __init__(self, event: Event, live: bool = True) -> None:
+        super().__init__()
+        self.event = event
+        self.live = live
+
+
+class ProgressChanged(Message):
+    """A background job (LLM import, sandbox start) moved on: `part` is "llm" or "sandbox"."""
+
+    def __init__(self, part: str, state: str, detail: str = "") -> None:
+        super().__init__()
+        self.part = part
+        self.state = state
+        self.detail = detail
+
+
+class ConfirmationAnswered(Message):
+    """The person answered the confirmation panel."""
+
+    def __init__(self, cause: int, answer: ConfirmAnswer) -> None:
+        super().__init__()
+        self.cause = cause
+        self.answer = answer
+
+
+class PromptSubmitted(Message):
+    """The person sent the text of the input box."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ShellInputSubmitted(Message):
+    """The person typed `text` (or a key such as `C-c`) for the running shell command."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

@@ -1,0 +1,2 @@
+"""Screens over the main view: `settings.py` (model, base URL, key) and `sessions.py` (open a
+saved session)."""

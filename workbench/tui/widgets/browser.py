@@ -1,0 +1,103 @@
+"""The browser pane: the page's URL and title, its screenshot drawn in the terminal, and the
+page text on demand (`t`).
+
+Screenshots use textual-image: a graphics protocol where the terminal has one, half-cell
+blocks elsewhere (and always in tests, where `image_mode="halfcell"`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Callable
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Static
+
+from sandbox.protocol import BrowseObservation
+from workbench.tui.widgets.output_view import OutputView
+
+ArtifactLoader = Callable[[str], Awaitable[bytes]]
+EMPTY_TEXT = "No page yet. Pages the agent opens show here (t: page text)."
+
+
+class BrowserPane(Vertical, can_focus=True):
+    """URL bar, screenshot, page text."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "toggle_text", "Page text")]
+
+    def __init__(self, image_mode: str = "auto", *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "browser"
+        self.image_mode = image_mode
+        self.loader: ArtifactLoader | None = None
+        self.url = ""
+        self.page_text = ""
+        self.showing_text = False
+
+    def compose(self) -> ComposeResult:
+        """URL bar, an empty screenshot area and the (hidden) page text."""
+        yield Static("about:blank", id="browser-url", markup=False)
+        yield Static(EMPTY_TEXT, id="browser-empty", markup=False)
+        yield OutputView(id="browser-text", classes="-hidden")
+
+    def show(self, obs: BrowseObservation) -> None:
+        """A browser observation arrived: new URL, text, screenshot."""
+        url = self.query_one("#browser-url", Static)
+        if obs.error:
+            url.update(f"{obs.url or self.url or 'about:blank'}  ✗ {obs.error.splitlines()[0]}")
+            url.add_class("-error")
+            return
+        url.remove_class("-error")
+        self.url = obs.url
+        url.update(f"{obs.url}  {obs.title}".strip())
+        self.page_text = obs.content
+        text_view = self.query_one("#browser-text", OutputView)
+        text_view.clear()
+        text_view.append(obs.content)
+        if obs.screenshot and self.loader is not None:
+            self.run_worker(self._fetch(obs.screenshot), group="browser-shot", exclusive=True)
+        elif not obs.screenshot:
+            self.query_one("#browser-empty", Static).update("(no screenshot; t: page text)")
+
+    async def _fetch(self, name: str) -> None:
+        assert self.loader is not None
+        try:
+            data = await self.loader(name)
+        except Exception as exc:
+            self.query_one("#browser-empty", Static).update(f"screenshot {name}: {exc}")
+            return
+        await self.set_screenshot(data)
+
+    async def set_screenshot(self, data: bytes) -> None:
+        """Draw a PNG screenshot."""
+        from PIL import Image as PILImage
+
+        image = PILImage.open(io.BytesIO(data))
+        image.load()
+        widget: Widget
+        if self.image_mode == "halfcell":
+            from textual_image.widget import HalfcellImage
+
+            widget = HalfcellImage(image, id="browser-shot")
+        else:
+            from textual_image.widget import Image as AutoImage
+
+            widget = AutoImage(image, id="browser-shot")
+        for old in self.query("#browser-shot"):
+            await old.remove()
+        self.query_one("#browser-empty", Static).display = False
+        await self.mount(widget, before=self.query_one("#browser-text"))
+        widget.set_class(self.showing_text, "-hidden")
+
+    def action_toggle_text(self) -> None:
+        """Switch between the screenshot and the page text."""
+        self.showing_text = not self.showing_text
+        self.query_one("#browser-text").set_class(not self.showing_text, "-hidden")
+        for shot in self.query("#browser-shot"):
+            shot.set_class(self.showing_text, "-hidden")
+        empty = self.query_one("#browser-empty")
+        empty.set_class(self.showing_text, "-hidden")

@@ -1,0 +1,411 @@
+"""A virtualized list of compact cells: one widget draws only the rows on screen.
+
+Every cell has a known height (1 row collapsed; its rendered body plus the title expanded), so
+a row number maps to a cell with a binary search over cumulative offsets. Bodies are rendered
+with Rich (Markdown, Pygments, plain text, half-cell images) when first shown and kept in a
+small cache; collapsed cells cost no rendering at all. Keys: up/down move the cursor, enter
+expands, c copies, e opens the cell in $EDITOR.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shlex
+import subprocess
+import tempfile
+from collections import OrderedDict
+from collections.abc import Iterable
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from workbench.tui.cells import Cell
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+MAX_BODY_LINES = 400
+"""An expanded body shows at most this many rows; the rest is one `e` (editor) away."""
+_CACHE_SIZE = 256
+_ROLE_VARIABLE = {
+    "user": "wb-user",
+    "agent": "wb-agent",
+    "action": "wb-action",
+    "observation": "wb-observation",
+    "error": "wb-error",
+    "confirm": "warning",
+    "state": "wb-muted",
+}
+
+
+class CellList(ScrollView, can_focus=True):
+    """Cells drawn through the Line API; the row count never becomes a widget count."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("home", "cursor_to(0)", "First", show=False),
+        Binding("end", "cursor_to(-1)", "Last", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("enter,space", "toggle_cell", "Expand"),
+        Binding("c", "copy", "Copy"),
+        Binding("e", "edit", "Editor", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    CellList { background: $surface; }
+    """
+
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.cells: list[Cell] = []
+        self._heights: list[int] = []
+        self._starts: list[int] = []
+        self._total = 0
+        self._bodies: OrderedDict[str, list[Strip]] = OrderedDict()
+        self._body_width = 0
+        self.cursor = -1
+        self.follow = True
+        """Keep the view (and the cursor) at the end as cells arrive."""
+        self._pygments = "monokai"
+        self._styles: dict[str, Style] = {}
+        self._base: Style | None = None
+        self._headers: dict[tuple[str, bool, int, int], Strip] = {}
+
+    # ------------------------------------------------------------------ content
+
+    def add_cells(self, cells: Iterable[Cell]) -> None:
+        """Append cells (the view follows the end when it was there)."""
+        added = list(cells)
+        if not added:
+            return
+        was_at_end = self.follow
+        for cell in added:
+            height = self._height(cell)
+            self._starts.append(self._total)
+            self._heights.append(height)
+            self._total += height
+            self.cells.append(cell)
+        if was_at_end:
+            self.cursor = len(self.cells) - 1
+        self._update_size()
+        if was_at_end:
+            self.scroll_to(
+                y=max(0, self._total - self.scrollable_content_region.height),
+                animate=False,
+                immediate=True,
+            )
+        self.refresh()
+
+    def replace_cell(self, index: int, cell: Cell) -> None:
+        """Put `cell` in place of the cell at `index` (e.g. an output that grew)."""
+        self._bodies.pop(self.cells[index].key, None)
+        self.cells[index] = cell
+        self._update_height(index)
+
+    def clear(self) -> None:
+        """Remove every cell."""
+        self.cells.clear()
+        self._heights.clear()
+        self._starts.clear()
+        self._bodies.clear()
+        self._total = 0
+        self.cursor = -1
+        self.follow = True
+        self._update_size()
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.refresh()
+
+    def set_pygments_style(self, name: str) -> None:
+        """Use the Pygments style `name` for code and re-render the bodies."""
+        self._pygments = name
+        self.restyle()
+
+    def restyle(self) -> None:
+        """Drop rendered rows (after a theme change) and lay out again."""
+        self._base = None
+        self._headers.clear()
+        self._styles.clear()
+        self._bodies.clear()
+        self._relayout_from(0)
+
+    # ------------------------------------------------------------------ layout
+
+    def _relayout_from(self, index: int) -> None:
+        for i in range(index, len(self.cells)):
+            self._heights[i] = self._height(self.cells[i])
+        self._starts = [0, *accumulate(self._heights)][: len(self._heights)]
+        self._total = sum(self._heights)
+        self._update_size()
+        self.refresh()
+
+    def _update_height(self, index: int) -> None:
+        """One cell changed height: shift the cells after it."""
+        delta = self._height(self.cells[index]) - self._heights[index]
+        if delta:
+            self._heights[index] += delta
+            starts = self._starts
+            for i in range(index + 1, len(starts)):
+                starts[i] += delta
+            self._total += delta
+            self._update_size()
+        self.refresh()
+
+    def _update_size(self) -> None:
+        self.virtual_size = Size(self._content_width(), self._total)
+
+    def _content_width(self) -> int:
+        return max(1, self.scrollable_content_region.width)
+
+    def _height(self, cell: Cell) -> int:
+        if not cell.expanded or not cell.expandable:
+            return 1
+        return 1 + len(self._body(cell))
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Bodies wrap to the width, so a new width means new heights."""
+        if self._content_width() != self._body_width:
+            self._bodies.clear()
+            self._relayout_from(0)
+            if self.follow:
+                self.scroll_end(animate=False, immediate=True)
+
+    # ------------------------------------------------------------------ rendering
+
+    @property
+    def base_style(self) -> Style:
+        """The pane's own colours (cached: Textual computes `rich_style` on every call)."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
+    def _style(self, role: str) -> Style:
+        style = self._styles.get(role)
+        if style is None:
+            variables = self.app.theme_variables
+            color = variables.get(_ROLE_VARIABLE.get(role, "foreground"), "")
+            style = Style.parse(color) if color else Style()
+            self._styles[role] = style
+        return style
+
+    def _renderable(self, cell: Cell) -> RenderableType:
+        body = cell.body
+        if body.count("\n") > MAX_BODY_LINES:
+            lines = body.splitlines()
+            body = "\n".join(lines[:MAX_BODY_LINES])
+            body += f"\n… {len(lines) - MAX_BODY_LINES} more lines (e: open in $EDITOR)"
+        if cell.body_format == "markdown":
+            return Markdown(body, code_theme=self._pygments)
+        if cell.body_format == "code":
+            return Syntax(
+                body, cell.lexer, theme=self._pygments, word_wrap=True, background_color="default"
+            )
+        return Text(body)
+
+    def _body(self, cell: Cell) -> list[Strip]:
+        cached = self._bodies.get(cell.key)
+        if cached is not None:
+            self._bodies.move_to_end(cell.key)
+            return cached
+        width = self._content_width()
+        self._body_width = width
+        inner = max(8, width - 2)
+        console = self.app.console
+        options = console.options.update(
+            width=inner, min_width=inner, max_width=inner, height=None, highlight=False
+        )
+        base = self.base_style
+        gutter = Segment("│ ", base + self._style(cell.role) + Style(dim=True))
+        # Code styles paint their own background; the pane's background wins.
+        flat = Style(bgcolor=base.bgcolor)
+        strips: list[Strip] = []
+        if cell.body:
+            lines = console.render_lines(self._renderable(cell), options, pad=False)
+            strips.extend(Strip([gutter, *Segment.apply_style(line, base, flat)]) for line in lines)
+        if cell.image is not None:
+            strips.extend(
+                Strip([gutter, *Segment.apply_style(line, base)])
+                for line in self._image_lines(cell, inner)
+            )
+        self._bodies[cell.key] = strips
+        if len(self._bodies) > _CACHE_SIZE:
+            self._bodies.popitem(last=False)
+        return strips
+
+    def _image_lines(self, cell: Cell, width: int) -> list[list[Segment]]:
+        import io
+
+        from textual_image.renderable.halfcell import Image as HalfcellImage
+
+        try:
+            image = HalfcellImage(io.BytesIO(cell.image or b""), width=min(width, 60))
+            return self.app.console.render_lines(
+                image, self.app.console.options.update(width=width, height=None), pad=False
+            )
+        except Exception as exc:  # a broken PNG must not break the pane
+            return [[Segment(f"[image could not be drawn: {exc}]")]]
+
+    def _header(self, index: int, width: int) -> Strip:
+        cell = self.cells[index]
+        mode = 2 if index == self.cursor and self.has_focus else int(index == self.cursor)
+        key = (cell.key, cell.expanded, mode, width)
+        cached = self._headers.get(key)
+        if cached is not None:
+            return cached
+        if len(self._headers) > 4096:
+            self._headers.clear()
+        marker = ("▾ " if cell.expanded else "▸ ") if cell.expandable else "  "
+        role = self._style(cell.role)
+        title = cell.label if cell.expanded and cell.label else cell.title
+        text = Text.assemble(
+            (marker, role + Style(dim=True)),
+            (cell.icon + " ", role + Style(bold=True)),
+            (title.replace("\n", " "), role),
+            no_wrap=True,
+            end="",
+        )
+        text.truncate(width, overflow="ellipsis")
+        strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.base_style)
+        if mode == 2:
+            strip = strip.apply_style(Style(reverse=True))
+        elif mode == 1:
+            strip = strip.apply_style(Style(underline=True))
+        self._headers[key] = strip
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """The row `y` rows below the top of the view."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        row = scroll_y + y
+        if row >= self._total or not self.cells:
+            return Strip.blank(width, self.base_style)
+        index = bisect.bisect_right(self._starts, row) - 1
+        offset = row - self._starts[index]
+        if offset == 0:
+            strip = self._header(index, width)
+        else:
+            body = self._body(self.cells[index])
+            strip = body[offset - 1] if offset - 1 < len(body) else Strip.blank(width)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
+
+    # ------------------------------------------------------------------ navigation
+
+    def _row_to_index(self, row: int) -> int:
+        return max(0, bisect.bisect_right(self._starts, row) - 1)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        """Leaving the end stops following; coming back resumes it."""
+        super().watch_scroll_y(old, new)
+        self.follow = round(new) >= self.max_scroll_y
+
+    def _show_cursor(self) -> None:
+        if self.cursor < 0:
+            return
+        top, height = self._starts[self.cursor], self._heights[self.cursor]
+        view = self.scrollable_content_region.height
+        if top < self.scroll_y:
+            self.scroll_to(y=top, animate=False, immediate=True)
+        elif top + min(height, view) > self.scroll_y + view:
+            self.scroll_to(y=top + min(height, view) - view, animate=False, immediate=True)
+        self.refresh()
+
+    def action_cursor(self, delta: int) -> None:
+        """Move the cursor by `delta` cells."""
+        if self.cells:
+            self.cursor = min(len(self.cells) - 1, max(0, self.cursor + delta))
+            self._show_cursor()
+
+    def action_cursor_to(self, index: int) -> None:
+        """Put the cursor on cell `index` (negative counts from the end)."""
+        if self.cells:
+            self.cursor = index % len(self.cells)
+            self._show_cursor()
+
+    def action_page(self, direction: int) -> None:
+        """Scroll a page and put the cursor on the first cell in view."""
+        view = self.scrollable_content_region.height
+        self.scroll_to(y=self.scroll_y + direction * view, animate=False, immediate=True)
+        if self.cells:
+            self.cursor = self._row_to_index(round(self.scroll_y))
+            self.refresh()
+
+    def action_toggle_cell(self) -> None:
+        """Expand or collapse the cell under the cursor."""
+        if 0 <= self.cursor < len(self.cells) and self.cells[self.cursor].expandable:
+            cell = self.cells[self.cursor]
+            cell.expanded = not cell.expanded
+            self._update_height(self.cursor)
+            self._show_cursor()
+
+    def current(self) -> Cell | None:
+        """The cell under the cursor."""
+        return self.cells[self.cursor] if 0 <= self.cursor < len(self.cells) else None
+
+    def action_copy(self) -> None:
+        """Copy the cell's text to the clipboard (OSC 52)."""
+        cell = self.current()
+        if cell is not None:
+            text = cell.copy_text()
+            self.app.copy_to_clipboard(text)
+            self.notify(f"Copied {len(text)} characters", timeout=2)
+
+    def action_edit(self) -> None:
+        """Open the cell's text in $EDITOR (read it, search it, save a copy)."""
+        cell = self.current()
+        if cell is None:
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            self.notify(
+                "Set $EDITOR (e.g. export EDITOR=nano) to open cells in an editor.",
+                severity="warning",
+            )
+            return
+        with tempfile.NamedTemporaryFile(
+            "w", suffix=".txt", delete=False, prefix=f"workbench-{cell.key}-"
+        ) as handle:
+            handle.write(cell.copy_text())
+        try:
+            with self.app.suspend():
+                subprocess.run([*shlex.split(editor), handle.name], check=False)
+        except Exception as exc:
+            self.notify(f"Could not run {editor}: {exc}", severity="error")
+        finally:
+            os.unlink(handle.name)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click selects a cell; a click on its title row expands it."""
+        row = round(self.scroll_y) + event.y
+        if 0 <= row < self._total:
+            index = self._row_to_index(row)
+            on_title = self._starts[index] == row
+            self.cursor = index
+            if on_title:
+                self.action_toggle_cell()
+            self.refresh()
+
+    def on_focus(self, event: events.Focus) -> None:
+        """The cursor row looks different while focused."""
+        self.refresh()
+
+    def on_blur(self, event: events.Blur) -> None:
+        """See `on_focus`."""
+        self.refresh()
+
+    def _debug_state(self) -> dict[str, Any]:
+        return {"cells": len(self.cells), "rows": self._total, "cursor": self.cursor}

@@ -1,0 +1,92 @@
+"""The confirmation panel: the action waiting for an answer, its risk and why; y approves,
+n rejects, a approves and always allows actions like it (saved as a rule by the controller)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from workbench.events import ActionEvent, ConfirmationRequestEvent
+from workbench.tui.cells import cell_for_event
+from workbench.tui.messages import ConfirmAnswer, ConfirmationAnswered
+
+
+class ConfirmPanel(Vertical, can_focus=True):
+    """Shown while an action waits for a person's answer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer('approve')", "Approve"),
+        Binding("n", "answer('reject')", "Reject"),
+        Binding("a", "answer('always')", "Always"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.request: ConfirmationRequestEvent | None = None
+        self.pygments = "monokai"
+
+    def compose(self) -> ComposeResult:
+        """Title, the action, the key hints."""
+        yield Static(id="confirm-title")
+        yield Static(id="confirm-action")
+        yield Static(
+            Text.assemble(
+                ("y", "bold"),
+                " approve   ",
+                ("n", "bold"),
+                " reject   ",
+                ("a", "bold"),
+                " always allow",
+            ),
+            id="confirm-keys",
+        )
+
+    def ask(self, action: ActionEvent | None, request: ConfirmationRequestEvent) -> None:
+        """Show `request` (about `action`) and take the focus."""
+        self.request = request
+        tool = action.tool_name if action is not None else "action"
+        title = Text.assemble(
+            ("Confirm ", "bold"),
+            (tool, "bold"),
+            "  risk ",
+            (request.risk, "bold reverse"),
+            f"  {request.reason}",
+        )
+        self.query_one("#confirm-title", Static).update(title)
+        body: Syntax | Text = Text("(the action was not recorded)")
+        if action is not None:
+            cell = cell_for_event(action)
+            if cell is not None:
+                code = cell.body if cell.body_format == "code" else (cell.body or cell.title)
+                lexer = cell.lexer if cell.body_format == "code" else "text"
+                if cell.body_format != "code" and cell.title and cell.title not in code:
+                    code = f"{cell.title}\n{code}"
+                body = Syntax(
+                    code.strip("\n"),
+                    lexer,
+                    theme=self.pygments,
+                    word_wrap=True,
+                    background_color="default",
+                )
+        self.query_one("#confirm-action", Static).update(body)
+        self.add_class("-shown")
+        self.focus()
+
+    def hide(self) -> None:
+        """Nothing is waiting any more."""
+        self.request = None
+        self.remove_class("-shown")
+
+    def action_answer(self, answer: ConfirmAnswer) -> None:
+        """Answer the request shown."""
+        if self.request is None:
+            return
+        cause = self.request.cause
+        self.hide()
+        self.post_message(ConfirmationAnswered(cause, answer))

@@ -1,0 +1,26 @@
+"""The conversation pane: every session event as a compact cell, in one virtualized widget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from workbench.events import Event
+from workbench.tui.cells import Cell, cell_for_event
+from workbench.tui.widgets.cell_list import CellList
+
+
+class ConversationView(CellList):
+    """User and agent messages, tool calls and results; enter expands, c copies."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "conversation"
+
+    def add_events(self, events: Iterable[Event], live: bool = True) -> None:
+        """Append the cells of `events` (those the conversation shows)."""
+        cells: list[Cell] = []
+        for event in events:
+            cell = cell_for_event(event, live=live)
+            if cell is not None:
+                cells.append(cell)
+        self.add_cells(cells)

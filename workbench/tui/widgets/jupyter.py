@@ -1,0 +1,87 @@
+"""The Jupyter pane: each cell's highlighted code, then its text output, errors and images.
+
+Built on the virtualized cell list (always expanded). Images are fetched by name through the
+app's artifact loader and drawn as half-cell blocks, so they work in any terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sandbox.protocol import IPythonAction, IPythonObservation
+from workbench.tui.cells import Cell, Role, first_line, strip_ansi
+from workbench.tui.widgets.cell_list import CellList
+
+ArtifactLoader = Callable[[str], Awaitable[bytes]]
+
+
+class JupyterPane(CellList):
+    """Cells of the session's IPython kernel."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "jupyter"
+        self.loader: ArtifactLoader | None = None
+        self._count = 0
+
+    def add_code(self, event_id: int, action: IPythonAction) -> None:
+        """The agent sent a cell to the kernel."""
+        self._count += 1
+        self.add_cells(
+            [
+                Cell(
+                    f"j{event_id}",
+                    "action",
+                    f"In [{self._count}]",
+                    first_line(action.code),
+                    action.code,
+                    "code",
+                    "python",
+                    expanded=True,
+                )
+            ]
+        )
+
+    def add_output(self, event_id: int, obs: IPythonObservation) -> None:
+        """The kernel answered; images are fetched in the background."""
+        content = strip_ansi(obs.content).rstrip("\n")
+        if obs.note:
+            content = f"{content}\n[{obs.note}]".strip("\n")
+        if content:
+            role: Role = "error" if obs.error else "observation"
+            self.add_cells(
+                [
+                    Cell(
+                        f"o{event_id}",
+                        role,
+                        "Out",
+                        first_line(content),
+                        content,
+                        "text",
+                        expanded=True,
+                    )
+                ]
+            )
+        for number, name in enumerate(obs.images):
+            key = f"i{event_id}-{number}"
+            self.add_cells([Cell(key, "observation", "img", name)])
+            if self.loader is not None:
+                self.run_worker(self._fetch(key, name), group="jupyter-images")
+
+    async def _fetch(self, key: str, name: str) -> None:
+        assert self.loader is not None
+        try:
+            data = await self.loader(name)
+        except Exception as exc:
+            self._set_image(key, None, f"{name}: could not be fetched ({exc})")
+            return
+        self._set_image(key, data, name)
+
+    def _set_image(self, key: str, data: bytes | None, title: str) -> None:
+        for index, cell in enumerate(self.cells):
+            if cell.key == key:
+                role: Role = "observation" if data is not None else "error"
+                self.replace_cell(
+                    index, Cell(key, role, "img", title, image=data, expanded=data is not None)
+                )
+                return

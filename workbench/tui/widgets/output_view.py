@@ -1,0 +1,121 @@
+"""A terminal-like output view: appends text chunks (partial lines included), draws visible rows.
+
+Chunks arrive in any split (half a line, many lines); the last line stays open until its
+newline, a carriage return rewrites the open line (progress bars), escape sequences are
+stripped. Appending is a list operation; drawing touches only the rows on screen, so 100 000
+lines stream in at list speed. Old lines beyond `max_lines` are dropped from the top.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from workbench.tui.cells import strip_ansi
+
+
+def _apply_carriage_returns(line: str) -> str:
+    body = line.rstrip("\r")
+    return body.rsplit("\r", 1)[-1] if "\r" in body else body
+
+
+class OutputView(ScrollView, can_focus=True):
+    """Append-only shell output drawn through the Line API."""
+
+    DEFAULT_CSS = """
+    OutputView { background: $surface; }
+    """
+
+    def __init__(
+        self, max_lines: int = 50_000, *, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.max_lines = max_lines
+        self.lines: list[str] = [""]
+        self._marks: dict[int, str] = {}
+        """Absolute line number -> style name ("command", "note") for lines drawn in colour."""
+        self._dropped = 0
+        self._width = 0
+        self.lines_received = 0
+        """Complete lines appended since the start (dropped ones included)."""
+
+    @property
+    def line_count(self) -> int:
+        """Lines held (the open last line counts when it has text)."""
+        return len(self.lines) - (0 if self.lines[-1] else 1)
+
+    def text(self) -> str:
+        """Everything held, as one string."""
+        return "\n".join(self.lines)
+
+    def append(self, data: str) -> None:
+        """Add raw output: partial lines continue the open line."""
+        if not data:
+            return
+        data = strip_ansi(data).replace("\r\n", "\n")
+        parts = data.split("\n")
+        self.lines_received += len(parts) - 1
+        lines = self.lines
+        lines[-1] += parts[0]
+        if "\r" in lines[-1]:
+            lines[-1] = _apply_carriage_returns(lines[-1])
+        if len(parts) > 1:
+            rest = parts[1:]
+            if "\r" in data:
+                rest = [_apply_carriage_returns(line) for line in rest]
+            lines.extend(rest)
+        widest = max(len(line) for line in parts) if len(parts) < 64 else max(map(len, parts))
+        self._width = max(self._width, widest)
+        self._after_change()
+
+    def append_marked(self, line: str, mark: str) -> None:
+        """Start a new line in colour (`mark`: "command", "note" or "error")."""
+        if self.lines[-1]:
+            self.lines.append("")
+        self._marks[self._dropped + len(self.lines) - 1] = mark
+        self.lines[-1] = line
+        self.lines.append("")
+        self._width = max(self._width, len(line))
+        self._after_change()
+
+    def clear(self) -> None:
+        """Forget all output."""
+        self.lines = [""]
+        self._marks.clear()
+        self._dropped = 0
+        self._width = 0
+        self._after_change()
+
+    def _after_change(self) -> None:
+        excess = len(self.lines) - self.max_lines
+        if excess > 0:
+            del self.lines[:excess]
+            self._dropped += excess
+            self._marks = {k: v for k, v in self._marks.items() if k >= self._dropped}
+        at_end = self.scroll_y >= self.max_scroll_y - 1
+        self.virtual_size = Size(self._width + 1, len(self.lines))
+        if at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _mark_style(self, mark: str) -> Style:
+        variables = self.app.theme_variables
+        name = {"command": "wb-action", "note": "wb-muted", "error": "wb-error"}.get(mark, "")
+        color = variables.get(name, "")
+        return Style.parse(color) + Style(bold=mark == "command") if color else Style()
+
+    def render_line(self, y: int) -> Strip:
+        """The row `y` rows below the top of the view."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        index = scroll_y + y
+        if index >= len(self.lines):
+            return Strip.blank(width, self.rich_style)
+        line = self.lines[index].expandtabs(8)
+        mark = self._marks.get(self._dropped + index)
+        text = Text(line, style=self._mark_style(mark) if mark else "", no_wrap=True, end="")
+        strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.rich_style)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)

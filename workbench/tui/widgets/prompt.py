@@ -1,0 +1,79 @@
+"""The input box: multi-line (ctrl+j or shift+enter add a line), enter sends, up/down recall
+earlier messages. It stays usable while the agent works; what is sent then is queued."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.widgets import TextArea
+
+from workbench.tui.messages import PromptSubmitted
+
+
+class PromptInput(TextArea):
+    """A TextArea that submits on enter and keeps a history."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+j,shift+enter", "newline", "New line", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            compact=True,
+            highlight_cursor_line=False,
+        )
+        self.sent: list[str] = []
+        self._recall = 0
+        self._draft = ""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.submit()
+            return
+        if event.key == "up" and self.cursor_location[0] == 0 and self.sent:
+            event.stop()
+            event.prevent_default()
+            self._step_history(-1)
+            return
+        if (
+            event.key == "down"
+            and self._recall < len(self.sent)
+            and self.cursor_location[0] == self.document.line_count - 1
+        ):
+            event.stop()
+            event.prevent_default()
+            self._step_history(1)
+            return
+        await super()._on_key(event)
+
+    def _step_history(self, delta: int) -> None:
+        if self._recall == len(self.sent):
+            self._draft = self.text
+        self._recall = max(0, min(len(self.sent), self._recall + delta))
+        value = self._draft if self._recall == len(self.sent) else self.sent[self._recall]
+        self.load_text(value)
+        self.move_cursor(self.document.end)
+
+    def action_newline(self) -> None:
+        """Insert a line break."""
+        self.insert("\n")
+
+    def submit(self) -> None:
+        """Send the text (if any) and remember it."""
+        text = self.text.strip()
+        if not text:
+            return
+        if not self.sent or self.sent[-1] != text:
+            self.sent.append(text)
+        self._recall = len(self.sent)
+        self._draft = ""
+        self.load_text("")
+        self.post_message(PromptSubmitted(text))

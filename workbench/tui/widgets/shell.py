@@ -1,0 +1,144 @@
+"""The shell pane: the running command, its live output, its state and exit code, and a line
+to type into it (enter sends the text, ctrl+c interrupts).
+
+Output chunks may arrive at any rate from any thread: `feed` only appends to a buffer, and a
+50 ms timer moves the buffer into the view in one batch.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from sandbox.protocol import CmdOutputObservation, CommandFinished, OutputChunk
+from workbench.tui.messages import ShellInputSubmitted
+from workbench.tui.widgets.output_view import OutputView
+
+FLUSH_INTERVAL_S = 0.05
+
+
+class _Finished:
+    __slots__ = ("exit_code",)
+
+    def __init__(self, exit_code: int) -> None:
+        self.exit_code = exit_code
+
+
+class ShellPane(Vertical):
+    """The live shell: header, output, input line."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "interrupt", "Interrupt", priority=True),
+        Binding("ctrl+d", "send_key('C-d')", "EOF", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._buffer: list[str | _Finished] = []
+        self.command = ""
+        self.state = "idle"
+        self.exit_code: int | None = None
+        self._streamed = False
+        self.border_title = "shell"
+
+    def compose(self) -> ComposeResult:
+        """Header, output and the input line."""
+        yield Static(self._header_text(), id="shell-header", markup=False)
+        yield OutputView(id="shell-output")
+        yield Input(
+            placeholder="type into the running command · enter sends · ctrl+c interrupts",
+            id="shell-input",
+            compact=True,
+        )
+
+    def on_mount(self) -> None:
+        """Start the flush timer."""
+        self.set_interval(FLUSH_INTERVAL_S, self.flush)
+
+    @property
+    def output(self) -> OutputView:
+        """The output view."""
+        return self.query_one(OutputView)
+
+    def _header_text(self) -> str:
+        if not self.command:
+            return "no command yet"
+        if self.state == "running":
+            status = "● running"
+        elif self.exit_code is None:
+            status = self.state
+        elif self.exit_code == -1:
+            status = "… still running (returned to the agent)"
+        else:
+            status = f"{'✓' if self.exit_code == 0 else '✗'} exit {self.exit_code}"
+        command = self.command.splitlines()[0] if self.command.strip() else self.command
+        return f"$ {command}   {status}"
+
+    def set_state(self, state: str, exit_code: int | None = None) -> None:
+        """Show `state` ("running", "finished", "awaiting confirmation" ...) in the header."""
+        self.state, self.exit_code = state, exit_code
+        header = self.query_one("#shell-header", Static)
+        header.update(self._header_text())
+        header.set_class(state == "running", "-running")
+        header.set_class(exit_code not in (None, 0, -1), "-failed")
+
+    def command_started(self, command: str) -> None:
+        """The agent started `command`."""
+        self.flush()
+        self.command = command
+        self._streamed = False
+        self.output.append_marked(f"$ {command}", "command")
+        self.set_state("running")
+
+    def feed(self, event: OutputChunk | CommandFinished) -> None:
+        """Take a stream event (any thread); it is drawn at the next flush."""
+        if isinstance(event, OutputChunk):
+            self._buffer.append(event.data)
+        else:
+            self._buffer.append(_Finished(event.exit_code))
+
+    def flush(self) -> None:
+        """Move buffered output into the view (one batch)."""
+        if not self._buffer:
+            return
+        pending, self._buffer = self._buffer, []
+        text: list[str] = []
+        for item in pending:
+            if isinstance(item, _Finished):
+                if text:
+                    self.output.append("".join(text))
+                    text.clear()
+                self.set_state("finished", item.exit_code)
+            else:
+                text.append(item)
+                self._streamed = True
+        if text:
+            self.output.append("".join(text))
+
+    def observation(self, obs: CmdOutputObservation) -> None:
+        """The command's observation arrived; show its output if it was not streamed."""
+        self.flush()
+        if not self._streamed and obs.content:
+            self.output.append(obs.content if obs.content.endswith("\n") else obs.content + "\n")
+        if obs.note:
+            self.output.append_marked(f"[{obs.note}]", "note")
+        running = obs.running or obs.exit_code == -1
+        self.set_state("running" if running else "finished", obs.exit_code)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Send the typed line to the running process."""
+        event.stop()
+        self.post_message(ShellInputSubmitted(event.value))
+        event.input.value = ""
+
+    def action_interrupt(self) -> None:
+        """Send C-c to the running process."""
+        self.post_message(ShellInputSubmitted("C-c"))
+
+    def action_send_key(self, key: str) -> None:
+        """Send a control key (C-d, C-z) to the running process."""
+        self.post_message(ShellInputSubmitted(key))

@@ -1,0 +1,94 @@
+"""The status bar: model, agent state, step/max, tokens, cost, LLM and sandbox state, elapsed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widget import Widget
+
+
+@dataclass
+class StatusData:
+    """Everything the status bar shows."""
+
+    model: str = ""
+    state: str = "idle"
+    steps: int = 0
+    max_steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    llm: str = "not loaded"
+    sandbox: str = "stopped"
+    started: float | None = None
+    """When the running task started (clock seconds), for the elapsed time."""
+
+
+def _tokens(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
+def _elapsed(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return (
+        f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+        if hours
+        else f"{rest // 60:02d}:{rest % 60:02d}"
+    )
+
+
+class StatusBar(Widget):
+    """One line of session facts, refreshed every second."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; }
+    """
+
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, *, id: str | None = None
+    ) -> None:
+        super().__init__(id=id)
+        self.data = StatusData()
+        self.clock = clock
+
+    def on_mount(self) -> None:
+        """Tick the elapsed time."""
+        self.set_interval(1.0, self.refresh)
+
+    def set(self, **changes: object) -> None:
+        """Change some fields and redraw."""
+        for key, value in changes.items():
+            setattr(self.data, key, value)
+        self.refresh()
+
+    def render(self) -> Text:
+        """The line, most important facts first (the end is cut on narrow screens)."""
+        d = self.data
+        step = f"step {d.steps}/{d.max_steps}" if d.max_steps else f"step {d.steps}"
+        tokens = _tokens(d.prompt_tokens + d.completion_tokens)
+        elapsed = _elapsed(self.clock() - d.started) if d.started is not None else "--:--"
+        parts = [
+            (f" {d.model or 'no model'} ", "bold"),
+            (
+                f" {d.state.replace('_', ' ')} ",
+                "reverse" if d.state == "awaiting_confirmation" else "",
+            ),
+            (f" {step} ", ""),
+            (f" {tokens} tok ", ""),
+            (f" ${d.cost:.4f} ", ""),
+            (f" llm {d.llm} ", ""),
+            (f" sandbox {d.sandbox} ", ""),
+            (f" {elapsed} ", ""),
+        ]
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for index, (part, style) in enumerate(parts):
+            if index:
+                text.append("│", style="dim")
+            text.append(part, style=style)
+        return text
