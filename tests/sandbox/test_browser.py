@@ -68,9 +68,7 @@ def bid_of(observation: BrowseObservation, role: str, name: str) -> str:
     return match.group(1)
 
 
-def test_goto_gives_url_title_text_tree_and_screenshot(
-    browser: BrowserExecutor, site: str
-) -> None:
+def test_goto_gives_url_title_text_tree_and_screenshot(browser: BrowserExecutor, site: str) -> None:
     page = browse(browser, f'goto("{site}/index.html")')
     assert page.url == f"{site}/index.html"
     assert page.title == "Test page"
