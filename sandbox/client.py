@@ -103,6 +103,12 @@ class SandboxClient:
             raise SandboxError(f"the sandbox server sent a malformed reply: {raw[:200]!r}") from exc
         return parse_observation(payload)
 
+    async def send_input(self, text: str) -> bool:
+        """Type `text` (or a key like `C-c`) into the running command now; False if none runs."""
+        body = json.dumps({"text": text}).encode()
+        raw = await self._request("POST", "/input", data=body, headers=_JSON)
+        return bool(json.loads(raw).get("sent"))
+
     async def stream(self) -> AsyncIterator[StreamEvent]:
         """Shell output events as the server sends them, until the server or client closes."""
         try:

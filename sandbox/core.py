@@ -109,6 +109,12 @@ class Sandbox:
                     content=f"The {name} executor failed: {type(exc).__name__}: {exc}",
                 )
 
+    def send_input(self, text: str) -> bool:
+        """Type `text` (or a key like `C-c`) into the running shell command without queueing."""
+        shell = self._executors.get("bash")
+        send = getattr(shell, "send_input", None)
+        return bool(send(text)) if send is not None else False
+
     def subscribe(self, listener: StreamListener) -> Callable[[], None]:
         """Call `listener` with every output chunk of the shell; returns the unsubscribe call."""
         self._listeners.append(listener)

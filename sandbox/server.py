@@ -56,6 +56,7 @@ class SandboxServer:
         self._routes: dict[tuple[str, str], Handler] = {
             ("GET", "/health"): self._health,
             ("POST", "/execute"): self._execute,
+            ("POST", "/input"): self._input,
             ("GET", "/stream"): self._stream,
             ("GET", "/files"): self._files,
             ("GET", "/download"): self._download,
@@ -142,6 +143,16 @@ class SandboxServer:
         loop = asyncio.get_running_loop()
         observation = await loop.run_in_executor(self._pool, self.sandbox.execute, action)
         return Response(body=b'{"observation":' + observation.model_dump_json().encode() + b"}")
+
+    async def _input(self, request: Request) -> Response:
+        try:
+            payload = json.loads(request.body)
+        except ValueError as exc:
+            raise HttpError(400, f"the request body is not valid JSON: {exc}") from exc
+        if not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
+            raise HttpError(422, 'the request body must be a JSON object {"text": "..."}')
+        sent = self.sandbox.send_input(payload["text"])
+        return json_response({"sent": sent})
 
     async def _stream(self, request: Request) -> Response:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()

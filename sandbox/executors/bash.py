@@ -109,8 +109,20 @@ class BashExecutor:
 
     def interrupt(self) -> None:
         """Send C-c to the running command now, without waiting for a running `execute`."""
-        if not self._closed and self._session.busy and not self._session.exited:
-            self._session.send("\x03")
+        self.send_input("C-c")
+
+    def send_input(self, text: str) -> bool:
+        """Type `text` (a line, or a key such as `C-c`) into the running command at once.
+
+        Unlike an `is_input` action this does not wait for the executor's lock, so a person can
+        answer or interrupt a command the agent is waiting on. False if nothing is running.
+        """
+        session = self._session
+        if self._closed or not session.busy or session.exited:
+            return False
+        key = _KEY.match(text)
+        session.send(chr(ord(key.group(1).upper()) & 0x1F) if key else text + "\n")
+        return True
 
     def execute(self, action: Action) -> Observation:
         """Carry out a `run` or `set_env` action; never raises for a bad action."""
@@ -158,11 +170,7 @@ class BashExecutor:
                 return self._observe(
                     action, "finished", note, "Nothing was sent: the command had already finished."
                 )
-            key = _KEY.match(action.command)
-            if key:
-                session.send(chr(ord(key.group(1).upper()) & 0x1F))
-            else:
-                session.send(action.command + "\n")
+            self.send_input(action.command)
             return self._wait(action, note)
         if not action.command.strip():
             if running is None:

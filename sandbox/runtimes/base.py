@@ -69,6 +69,10 @@ class Runtime(Protocol):
         """Live output of the shell, until close()."""
         ...
 
+    async def send_input(self, text: str) -> bool:
+        """Type text or a key (`C-c`) into the running command now; False if none runs."""
+        ...
+
     async def info(self) -> ServerInfo:
         """The server's health and memory."""
         ...
@@ -202,6 +206,10 @@ class ServerRuntime(ABC):
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), timeout=0.5)
+
+    async def send_input(self, text: str) -> bool:
+        """Type text or a key (`C-c`) into the running command now; False if none runs."""
+        return await self._call(lambda c: c.send_input(text))
 
     async def info(self) -> ServerInfo:
         """The server's health: uptime, memory, executors."""

@@ -107,9 +107,16 @@ class LocalRuntime(ServerRuntime):
         finally:
             proc.stdout.close()
         if ready is None:
+            await _wait_exit(proc, 0.5)  # EOF on stdout usually means it is exiting
+            code = proc.poll()
             await self._terminate()
+            what = (
+                f"exited with code {code} before it was ready"
+                if code is not None
+                else f"did not start within {self.startup_timeout_s:.0f} s"
+            )
             raise SandboxError(
-                f"the sandbox server did not start within {self.startup_timeout_s:.0f} s. "
+                f"the sandbox server {what}. "
                 f"Its log ({self.log_file}) ends with:\n{self._log_tail()}"
             )
         try:

@@ -277,3 +277,30 @@ async def test_bwrap_isolation(tmp_path: Path) -> None:
         assert "server.log" not in outside.content  # only the workspace of tmp_path is there
     finally:
         await runtime.close()
+
+
+async def test_send_input_interrupts_a_command_the_agent_waits_on(runtime: LocalRuntime) -> None:
+    assert not await runtime.send_input("C-c")  # nothing runs yet
+    waiting = asyncio.create_task(
+        runtime.execute(CmdRunAction(command="sleep 30", soft_timeout=25))
+    )
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        if await runtime.send_input("C-c"):
+            break
+    else:
+        pytest.fail("send_input never found the running command")
+    obs = await asyncio.wait_for(waiting, 10)
+    assert isinstance(obs, CmdOutputObservation)
+    assert obs.exit_code == 130
+
+
+async def test_send_input_answers_a_prompt(runtime: LocalRuntime) -> None:
+    first = await runtime.execute(
+        CmdRunAction(command='read -p "Name: " n && echo "Hi $n"', soft_timeout=0.5)
+    )
+    assert isinstance(first, CmdOutputObservation) and first.exit_code == -1
+    assert await runtime.send_input("Ann")
+    obs = await runtime.execute(CmdRunAction(command=""))
+    assert isinstance(obs, CmdOutputObservation)
+    assert "Hi Ann" in obs.content and obs.exit_code == 0

@@ -149,12 +149,6 @@ async def test_whole_session_through_the_tui(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(
-    reason="the runtime has no way yet to type into a running command without "
-    "waiting for the agent's own call (Runtime.send_input); see the TUI report",
-    raises=AssertionError,
-    strict=False,
-)
 async def test_ctrl_c_in_the_shell_pane_interrupts_at_once(tmp_path: Path) -> None:
     script = {"steps": [_bash("sleep 30")], "default": {"text": "ok"}}
     with ScriptedLLMServer(script) as server:

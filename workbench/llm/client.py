@@ -201,6 +201,9 @@ class LLMClient:
         }
         if tools:
             kwargs["tools"] = tools
+            # Our tools are plain functions, never MCP servers; without this flag litellm imports
+            # its MCP gateway (~0.5 s) on the first request to check. It strips the flag itself.
+            kwargs["_skip_mcp_handler"] = True
         if config.base_url:
             kwargs["api_base"] = config.base_url
         if key := config.api_key.get_secret_value():

@@ -213,6 +213,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else a small reply can wait ~40 ms for a delayed ACK
     timeout = 60  # an idle keep-alive connection is closed after this
     server: _HTTPServer
 

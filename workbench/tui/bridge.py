@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.protocol import CmdRunAction, ErrorObservation
 from workbench.events import ActionEvent, ConfirmationRequestEvent, Event
 
 if TYPE_CHECKING:
@@ -206,13 +205,9 @@ class ControllerBackend:
         if self.runtime is None or not self._sandbox_ready.is_set():
             self._notify("The sandbox is not running yet.", "warning")
             return
-        send_now = getattr(self.runtime, "send_input", None)
-        if send_now is not None:  # types into the command without queueing behind the agent
-            await send_now(text)
-            return
-        obs = await self.runtime.execute(CmdRunAction(command=text, is_input=True))
-        if isinstance(obs, ErrorObservation):
-            self._notify(obs.content, "warning")
+        # Typed straight into the command: an is_input action would queue behind the agent's.
+        if not await self.runtime.send_input(text):
+            self._notify("No command is running in the shell.", "warning")
 
     async def load_artifact(self, name: str) -> bytes:
         """A screenshot or image by name: from the session folder, else from the sandbox."""
