@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -130,12 +131,7 @@ class SandboxServer:
         return Response(body=info.model_dump_json().encode())
 
     async def _execute(self, request: Request) -> Response:
-        try:
-            payload = json.loads(request.body)
-        except ValueError as exc:
-            raise HttpError(400, f"the request body is not valid JSON: {exc}") from exc
-        if not isinstance(payload, dict) or not isinstance(payload.get("action"), dict):
-            raise HttpError(422, 'the request body must be a JSON object {"action": {...}}')
+        payload = _json_object(request.body, "action", dict, '{"action": {...}}')
         try:
             action = parse_action(payload["action"])
         except ValidationError as exc:
@@ -145,12 +141,7 @@ class SandboxServer:
         return Response(body=b'{"observation":' + observation.model_dump_json().encode() + b"}")
 
     async def _input(self, request: Request) -> Response:
-        try:
-            payload = json.loads(request.body)
-        except ValueError as exc:
-            raise HttpError(400, f"the request body is not valid JSON: {exc}") from exc
-        if not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
-            raise HttpError(422, 'the request body must be a JSON object {"text": "..."}')
+        payload = _json_object(request.body, "text", str, '{"text": "..."}')
         sent = self.sandbox.send_input(payload["text"])
         return json_response({"sent": sent})
 
@@ -278,3 +269,14 @@ def validation_message(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"])
         parts.append(f"{where}: {error['msg']}" if where else error["msg"])
     return "; ".join(parts)
+
+
+def _json_object(body: bytes, field: str, kind: type, shape: str) -> dict[str, Any]:
+    """The request body as a JSON object whose `field` is a `kind`, else a 4xx HttpError."""
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise HttpError(400, f"the request body is not valid JSON: {exc}") from exc
+    if not isinstance(payload, dict) or not isinstance(payload.get(field), kind):
+        raise HttpError(422, f"the request body must be a JSON object {shape}")
+    return payload

@@ -126,6 +126,7 @@ async def test_bad_token_is_refused_and_runs_nothing(
     for path in ("/stream", "/files?path=.", f"/download?path={marker}", "/artifacts/x.png"):
         assert (await raw(server, "GET", path, token=token))[0] == status
     assert (await raw(server, "PUT", "/upload?path=up.txt", b"data", token))[0] == status
+    assert (await raw(server, "POST", "/input", b'{"text": "C-c"}', token))[0] == status
     await asyncio.sleep(0.3)  # a command that slipped through would have run by now
     assert not marker.exists()
     assert not (server.workspace / "up.txt").exists()
@@ -145,6 +146,10 @@ async def test_malformed_requests_get_a_4xx_with_a_message(server: Server) -> No
     assert status == 422 and "colour" in str(reply["error"])
     status, reply = await post(b"[1, 2]")
     assert status == 422 and '{"action"' in str(reply["error"])
+    status, reply = await raw(server, "POST", "/input", b'{"text": 3}', server.token)
+    assert status == 422 and '{"text"' in str(reply["error"])
+    status, reply = await raw(server, "POST", "/input", b'{"text": "C-c"}', server.token)
+    assert status == 200 and reply == {"sent": False}  # nothing is running
     status, reply = await raw(server, "GET", "/nowhere", token=server.token)
     assert status == 404 and "/nowhere" in str(reply["error"])
     status, reply = await raw(server, "GET", "/execute", token=server.token)
