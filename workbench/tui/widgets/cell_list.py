@@ -19,10 +19,8 @@ from collections.abc import Iterable
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
@@ -208,9 +206,14 @@ class CellList(ScrollView, can_focus=True):
             lines = body.splitlines()
             body = "\n".join(lines[:MAX_BODY_LINES])
             body += f"\n… {len(lines) - MAX_BODY_LINES} more lines (e: open in $EDITOR)"
+        # Markdown and Syntax pull in markdown-it and Pygments (~80 ms): not before the first paint.
         if cell.body_format == "markdown":
+            from rich.markdown import Markdown
+
             return Markdown(body, code_theme=self._pygments)
         if cell.body_format == "code":
+            from rich.syntax import Syntax
+
             return Syntax(
                 body, cell.lexer, theme=self._pygments, word_wrap=True, background_color="default"
             )

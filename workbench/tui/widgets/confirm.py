@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -59,6 +58,8 @@ class ConfirmPanel(Vertical, can_focus=True):
             f"  {request.reason}",
         )
         self.query_one("#confirm-title", Static).update(title)
+        from rich.syntax import Syntax  # Pygments loads when a confirmation first shows
+
         body: Syntax | Text = Text("(the action was not recorded)")
         if action is not None:
             cell = cell_for_event(action)
