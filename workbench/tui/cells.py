@@ -195,6 +195,25 @@ def _observation_cell(event: ObservationEvent) -> Cell | None:
     return None  # a thought's acknowledgement says nothing new
 
 
+def thought_cell(event: Event, live: bool = False) -> Cell | None:
+    """What the agent said alongside a tool call, as its own agent cell (None if nothing)."""
+    if not isinstance(event, ActionEvent) or isinstance(event.action, ThinkAction):
+        return None
+    thought = event.thought.strip()
+    if not thought:
+        return None
+    return Cell(
+        f"e{event.id}t",
+        "agent",
+        "●",
+        first_line(thought),
+        thought,
+        "markdown",
+        label="agent",
+        expanded=live and "\n" in thought,
+    )
+
+
 def cell_for_event(event: Event, live: bool = False) -> Cell | None:
     """The cell that shows `event`, or None for events the conversation leaves out.
 
@@ -207,6 +226,17 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
         if event.source == "user":
             cell = Cell(key, "user", "❯", first_line(event.text), event.text, "text", label="you")  # noqa: RUF001
             cell.expanded = live and "\n" in event.text.strip()
+        elif event.source == "environment":  # workbench itself speaking, e.g. a stuck warning
+            cell = Cell(
+                key,
+                "confirm",
+                "⚠",
+                first_line(event.text),
+                event.text,
+                "text",
+                label="workbench",
+                expanded=live,
+            )
         else:
             cell = Cell(
                 key,

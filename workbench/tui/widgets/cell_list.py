@@ -175,12 +175,14 @@ class CellList(ScrollView, can_focus=True):
         return 1 + len(self._body(cell))
 
     def on_resize(self, event: events.Resize) -> None:
-        """Bodies wrap to the width, so a new width means new heights."""
+        """Bodies wrap to the width, so a new width means new heights; the end stays in view."""
+        following = self.follow
         if self._content_width() != self._body_width:
             self._bodies.clear()
             self._relayout_from(0)
-            if self.follow:
-                self.scroll_end(animate=False, immediate=True)
+        if following:  # e.g. the confirmation panel came or went and the pane changed height
+            self.follow = True
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
     # ------------------------------------------------------------------ rendering
 

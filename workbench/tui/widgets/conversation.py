@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from workbench.events import Event
-from workbench.tui.cells import Cell, cell_for_event
+from workbench.tui.cells import Cell, cell_for_event, thought_cell
 from workbench.tui.widgets.cell_list import CellList
 
 
@@ -20,7 +20,7 @@ class ConversationView(CellList):
         """Append the cells of `events` (those the conversation shows)."""
         cells: list[Cell] = []
         for event in events:
-            cell = cell_for_event(event, live=live)
-            if cell is not None:
-                cells.append(cell)
+            for cell in (thought_cell(event, live), cell_for_event(event, live=live)):
+                if cell is not None:
+                    cells.append(cell)
         self.add_cells(cells)

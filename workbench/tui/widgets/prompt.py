@@ -27,6 +27,7 @@ class PromptInput(TextArea):
             tab_behavior="focus",
             compact=True,
             highlight_cursor_line=False,
+            placeholder="Type a task and press enter · ctrl+j new line · ↑ earlier messages",
         )
         self.sent: list[str] = []
         self._recall = 0

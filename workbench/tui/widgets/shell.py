@@ -76,7 +76,7 @@ class ShellPane(Vertical):
         else:
             status = f"{'✓' if self.exit_code == 0 else '✗'} exit {self.exit_code}"
         command = self.command.splitlines()[0] if self.command.strip() else self.command
-        return f"$ {command}   {status}"
+        return f"{status}   $ {command}"
 
     def set_state(self, state: str, exit_code: int | None = None) -> None:
         """Show `state` ("running", "finished", "awaiting confirmation" ...) in the header."""

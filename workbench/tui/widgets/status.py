@@ -27,6 +27,16 @@ class StatusData:
     """When the running task started (clock seconds), for the elapsed time."""
 
 
+_SHORT_STATES = {"awaiting confirmation": "confirm?", "awaiting user": "your turn"}
+_SHORT_PARTS = {
+    "ready": "✓",
+    "not loaded": "off",
+    "stopped": "off",
+    "loading…": "…",
+    "starting…": "…",
+}
+
+
 def _tokens(count: int) -> str:
     if count >= 1_000_000:
         return f"{count / 1_000_000:.1f}M"
@@ -68,27 +78,48 @@ class StatusBar(Widget):
         self.refresh()
 
     def render(self) -> Text:
-        """The line, most important facts first (the end is cut on narrow screens)."""
-        d = self.data
-        step = f"step {d.steps}/{d.max_steps}" if d.max_steps else f"step {d.steps}"
-        tokens = _tokens(d.prompt_tokens + d.completion_tokens)
-        elapsed = _elapsed(self.clock() - d.started) if d.started is not None else "--:--"
-        parts = [
-            (f" {d.model or 'no model'} ", "bold"),
-            (
-                f" {d.state.replace('_', ' ')} ",
-                "reverse" if d.state == "awaiting_confirmation" else "",
-            ),
-            (f" {step} ", ""),
-            (f" {tokens} tok ", ""),
-            (f" ${d.cost:.4f} ", ""),
-            (f" llm {d.llm} ", ""),
-            (f" sandbox {d.sandbox} ", ""),
-            (f" {elapsed} ", ""),
-        ]
+        """The line; on a narrow screen a compact form, and only then is the end cut."""
+        parts = self._parts(compact=False)
+        if sum(len(part) + 1 for part, _ in parts) > self.size.width:
+            parts = self._parts(compact=True)
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         for index, (part, style) in enumerate(parts):
             if index:
                 text.append("│", style="dim")
             text.append(part, style=style)
         return text
+
+    def _parts(self, compact: bool) -> list[tuple[str, str]]:
+        d = self.data
+        step = f"{d.steps}/{d.max_steps}" if d.max_steps else str(d.steps)
+        tokens = _tokens(d.prompt_tokens + d.completion_tokens)
+        elapsed = _elapsed(self.clock() - d.started) if d.started is not None else "--:--"
+        state = d.state.replace("_", " ")
+        state_style = "reverse" if d.state == "awaiting_confirmation" else ""
+        if not compact:
+            return [
+                (f" {d.model or 'no model'} ", "bold"),
+                (f" {state} ", state_style),
+                (f" step {step} ", ""),
+                (f" {tokens} tok ", ""),
+                (f" ${d.cost:.4f} ", ""),
+                (f" llm {d.llm} ", ""),
+                (f" sandbox {d.sandbox} ", ""),
+                (f" {elapsed} ", ""),
+            ]
+        model = d.model.rsplit("/", 1)[-1] or "no model"
+        if len(model) > 18:
+            model = model[:17] + "…"
+        state = _SHORT_STATES.get(state, state)
+        llm = _SHORT_PARTS.get(d.llm, d.llm)
+        sandbox = _SHORT_PARTS.get(d.sandbox, d.sandbox)
+        return [
+            (f" {model} ", "bold"),
+            (f" {state} ", state_style),
+            (f" {step} ", ""),
+            (f" {tokens} tok ", ""),
+            (f" ${d.cost:.2f} ", ""),
+            (f" {elapsed} ", ""),
+            (f" llm {llm} ", ""),
+            (f" sbx {sandbox} ", ""),
+        ]
