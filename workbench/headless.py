@@ -64,17 +64,17 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     if box.runtime == "remote":
         options |= {"url": box.remote.url, "api_key": box.remote.api_key.get_secret_value()}
         return options
-    options |= {"workspace": workspace, "env": dict(box.env)}
+    disabled = [
+        name
+        for name, on in (
+            ("browser", config.agent.enable_browser),
+            ("jupyter", config.agent.enable_jupyter),
+        )
+        if not on
+    ]
+    options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
     if box.runtime == "local":
-        disabled = [
-            name
-            for name, on in (
-                ("browser", config.agent.enable_browser),
-                ("jupyter", config.agent.enable_jupyter),
-            )
-            if not on
-        ]
-        options |= {"isolation": box.local.isolation, "disable": disabled}
+        options |= {"isolation": box.local.isolation}
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
