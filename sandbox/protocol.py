@@ -34,8 +34,15 @@ class CmdRunAction(_Model):
     """Send `command` as text (or a key such as `C-c`) to the running process."""
     timeout: float | None = None
     """Hard limit in seconds: the call returns after it with exit code -1."""
-    soft_timeout: float = DEFAULT_SOFT_TIMEOUT_S
-    """Return with exit code -1 once the command prints nothing new for this long."""
+    soft_timeout: float | None = None
+    """Return with exit code -1 once the command prints nothing new for this long. None: the
+    default (10 s) without a hard `timeout`, and no idle limit with one (it replaces it)."""
+
+    def idle_limit(self) -> float | None:
+        """The soft timeout that applies to this action, if any."""
+        if self.soft_timeout is not None:
+            return self.soft_timeout
+        return DEFAULT_SOFT_TIMEOUT_S if self.timeout is None else None
 
 
 class SetEnvAction(_Model):

@@ -157,7 +157,8 @@ class BashExecutor:
     # ------------------------------------------------------------------ commands
 
     def _run(self, action: CmdRunAction, note: str | None) -> Observation:
-        if action.soft_timeout <= 0 or (action.timeout is not None and action.timeout <= 0):
+        soft, hard = action.soft_timeout, action.timeout
+        if (soft is not None and soft <= 0) or (hard is not None and hard <= 0):
             return ErrorObservation(content="timeout and soft_timeout must be more than 0 seconds.")
         session, running = self._session, self._running
         if action.is_input:
@@ -224,10 +225,8 @@ class BashExecutor:
         return f"source {shlex.quote(str(path))}\n"
 
     def _wait(self, action: CmdRunAction, note: str | None) -> CmdOutputObservation:
-        # A hard timeout replaces the soft one unless the action set both.
-        soft = action.timeout is None or "soft_timeout" in action.model_fields_set
         limit = action.timeout if action.timeout is not None else self.max_wait_s
-        reason = self._session.wait(action.soft_timeout if soft else None, limit)
+        reason = self._session.wait(action.idle_limit(), limit)
         return self._observe(action, reason, note)
 
     def _observe(
@@ -252,7 +251,7 @@ class BashExecutor:
                 command=action.command, content=content, exit_code=code, cwd=session.cwd, note=note
             )
         if reason == "idle":
-            why = f"No new output for {action.soft_timeout:g} s; the command is still running."
+            why = f"No new output for {action.idle_limit() or 0:g} s; the command is still running."
         elif action.timeout is not None:
             why = f"Returned at the {action.timeout:g} s timeout; the command is still running."
         else:

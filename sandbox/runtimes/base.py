@@ -172,7 +172,8 @@ class ServerRuntime(ABC):
         if (
             self.soft_timeout_s is not None
             and isinstance(action, CmdRunAction)
-            and "soft_timeout" not in action.model_fields_set
+            and action.soft_timeout is None
+            and action.timeout is None  # a hard timeout replaces the soft one
         ):
             action = action.model_copy(update={"soft_timeout": self.soft_timeout_s})
         note = await self._ensure_running()

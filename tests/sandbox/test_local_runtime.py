@@ -249,6 +249,10 @@ async def test_soft_timeout_from_the_runtime(tmp_path: Path) -> None:
         observation = await runtime.execute(CmdRunAction(command="sleep 3"))
         assert isinstance(observation, CmdOutputObservation) and observation.exit_code == -1
         await runtime.execute(CmdRunAction(command="C-c", is_input=True))
+        # A hard timeout replaces the soft one, also across the wire.
+        waited = await runtime.execute(CmdRunAction(command="sleep 1.5; echo done", timeout=10))
+        assert isinstance(waited, CmdOutputObservation)
+        assert waited.exit_code == 0 and "done" in waited.content
     finally:
         await runtime.close()
 

@@ -141,7 +141,7 @@ def _bash(args: dict[str, Any], soft_timeout: float) -> CmdRunAction:
         command=args["command"],
         is_input=_is_input(args.get("is_input", "false")),
         timeout=None if timeout is None else float(timeout),
-        soft_timeout=soft_timeout,
+        soft_timeout=soft_timeout if timeout is None else None,  # `timeout` replaces it
     )
 
 
