@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sandbox.protocol import ErrorObservation
+from sandbox.protocol import BrowseObservation, ErrorObservation, IPythonObservation
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
 from workbench.agent.messages import build_messages, observation_text, tool_arguments
@@ -326,7 +326,22 @@ class Controller(EventHub):
         except SandboxError as exc:
             self._emit(ErrorEvent(id=self._next_id(), error_kind="sandbox", message=str(exc)))
             raise _Stop("sandbox_error", str(exc)) from None
+        await self._keep_images(observation)
         self._observe(event, observation)
+
+    async def _keep_images(self, observation: AnyObservation) -> None:
+        """Copy the images an observation names into the session folder, so a reopened
+        session shows them after the sandbox is gone. A failed copy costs only the picture."""
+        names: list[str] = []
+        if isinstance(observation, IPythonObservation):
+            names = list(observation.images)
+        elif isinstance(observation, BrowseObservation) and observation.screenshot:
+            names = [observation.screenshot]
+        for name in names:
+            try:
+                self.session.write_payload(name, await self.runtime.download(name))
+            except (SandboxError, OSError, ValueError) as exc:
+                log.warning("could not keep image %s in the session: %s", name, exc)
 
     async def _ask(self, event: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
         if self.confirm is None:

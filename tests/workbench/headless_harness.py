@@ -101,6 +101,7 @@ async def harness(
     tmp_path: Path,
     script: Any,
     confirm: ConfirmHook | None = None,
+    disable: tuple[str, ...] = ("browser", "jupyter"),
     **dotted: Any,
 ) -> AsyncIterator[Harness]:
     """Start everything for one in-process controller test; close it all afterwards."""
@@ -110,7 +111,7 @@ async def harness(
         script = script(workspace)
     async with ScriptedLLMServer(script) as server:
         config = make_config(tmp_path, server.base_url, workspace, **dotted)
-        runtime = LocalRuntime(workspace, disable=("browser", "jupyter"), warm_up=False)
+        runtime = LocalRuntime(workspace, disable=disable, warm_up=False)
         await runtime.start()
         header = make_header(new_session_id(), workspace, MODEL, config.redacted_dict())
         session = SessionLog.create(tmp_path / "sessions", header, secrets=[KEY])

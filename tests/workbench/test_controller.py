@@ -294,3 +294,24 @@ async def test_missing_or_repeated_call_ids_are_made_unique(tmp_path: Path) -> N
     assert ids[0] == "same" and ids[1] != "same"
     answered = [m["tool_call_id"] for m in h.server.requests[1]["messages"] if m["role"] == "tool"]
     assert answered == ids
+
+
+PNG_CELL = (
+    "import base64\nfrom IPython.display import Image, display\n"
+    "display(Image(data=base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+    "2mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==')))"
+)
+
+
+async def test_images_are_kept_with_the_session(tmp_path: Path) -> None:
+    script = [
+        {"tool_calls": [{"name": "execute_ipython_cell", "arguments": {"code": PNG_CELL}}]},
+        finish("drew it"),
+    ]
+    async with harness(tmp_path, script, disable=("browser",), agent__enable_jupyter=True) as h:
+        result = await h.controller.run("draw a dot")
+    assert result.status == "success"
+    observation = kinds(h.controller.events, ObservationEvent)[0].observation
+    assert observation.kind == "ipython" and len(observation.images) == 1
+    kept = h.session.payload_dir / observation.images[0]
+    assert kept.read_bytes().startswith(b"\x89PNG")
