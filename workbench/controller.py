@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox.protocol import BrowseObservation, ErrorObservation, IPythonObservation
@@ -82,13 +82,19 @@ class Controller(EventHub):
         session: SessionLog,
         confirm: ConfirmHook | None = None,
         workspace: str | None = None,
+        executors: Mapping[str, bool] | None = None,
     ) -> None:
         super().__init__(session, runtime)
         self.config = config
         self.llm = llm
         self.confirm = confirm
         self.workspace = workspace or session.header.workspace
-        self.tools = tool_schemas(config.agent.enable_jupyter, config.agent.enable_browser)
+        # Offer only the tools the sandbox can run (a Docker image has no browser, for one).
+        can = executors or {}
+        self.tools = tool_schemas(
+            config.agent.enable_jupyter and can.get("jupyter", True),
+            config.agent.enable_browser and can.get("browser", True),
+        )
         self.system = system_prompt(self.workspace, tool_names(self.tools))
         self.steps = 0
         """LLM calls in the current run (the number `max_iterations` limits)."""

@@ -210,7 +210,7 @@ async def run_session(
     runtime: Runtime | None = None
     try:
         runtime = await _start_runtime(config, workspace)  # ... while the sandbox starts
-        seen_by_sandbox = (await runtime.info()).workspace
+        info = await runtime.info()
         await warm
         llm = LLMClient(
             config.llm,
@@ -218,7 +218,9 @@ async def run_session(
                 f"LLM {err.kind} error, retry {n} in {wait:.1f} s: {err}"
             ),
         )
-        controller = Controller(config, runtime, llm, session, workspace=seen_by_sandbox)
+        controller = Controller(
+            config, runtime, llm, session, workspace=info.workspace, executors=info.executors
+        )
 
         def show(event: Event) -> None:
             if isinstance(event, LLMCallEvent):

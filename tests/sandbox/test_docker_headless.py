@@ -52,9 +52,12 @@ def test_seed_task_on_the_docker_runtime(sandbox_image: str, tmp_path: Path) -> 
         finish("hi.sh prints hi"),
     ]
     with ScriptedLLMServer(script) as server:
-        env = _docker_env(tmp_path, server.base_url)
+        # The browser is enabled, but the sandbox image has none: the agent is not offered it.
+        env = _docker_env(tmp_path, server.base_url, WORKBENCH_AGENT_ENABLE_BROWSER="true")
         proc = run_cli(["--headless", "--json", "-t", "write hi.sh"], env, workspace, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    offered = [tool["function"]["name"] for tool in server.requests[0]["tools"]]
+    assert "execute_bash" in offered and "browser" not in offered
     lines = json_lines(proc.stdout)
     assert lines[-1]["status"] == "success"
     runs = [

@@ -137,10 +137,16 @@ class ControllerBackend:
         self.session = SessionLog.create(
             sessions_dir_of(self.config), header, secrets=secrets_of(self.config)
         )
-        seen = (await self.runtime.info()).workspace
+        info = await self.runtime.info()
         llm = LLMClient(self.config.llm)
         controller = Controller(
-            self.config, self.runtime, llm, self.session, confirm=self._confirm, workspace=seen
+            self.config,
+            self.runtime,
+            llm,
+            self.session,
+            confirm=self._confirm,
+            workspace=info.workspace,
+            executors=info.executors,
         )
         controller.subscribe(self._on_event)
         if self.app is not None:
