@@ -21,7 +21,7 @@ RUN python3 -m venv /opt/workbench \
         --disable-pip-version-check --progress-bar off workbench \
  && /opt/workbench/bin/python -m pip download --no-index --find-links /wheels \
         --disable-pip-version-check --dest /opt/workbench/sandbox-wheels \
-        pydantic aiohttp h11 pexpect jupyter_client ipykernel
+        pydantic h11 pexpect jupyter_client ipykernel
 
 FROM ${BASE_IMAGE}
 COPY --from=build /opt/workbench /opt/workbench

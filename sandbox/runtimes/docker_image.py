@@ -131,14 +131,22 @@ def base_image_id(client: Any, base_image: str, progress: Progress) -> str:
         ) from exc
 
 
+def _read_probe(path: Path) -> dict[str, Any] | None:
+    """A cached probe result, or None when there is none (or it cannot be read)."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def probe_python(client: Any, base_image: str, image_id: str) -> PythonTarget:
     """The Python of a base image (cached by image id); SandboxError if it has none >= 3.11."""
     import docker.errors
 
     cached = cache_dir() / "probes" / f"{image_id.replace(':', '-')}.json"
-    if cached.is_file():
-        found = json.loads(cached.read_text())
-    else:
+    found = _read_probe(cached)
+    if found is None:
         try:
             found = json.loads(_run_probe(client, image_id).strip().splitlines()[-1])
         except (
@@ -172,7 +180,9 @@ def probe_python(client: Any, base_image: str, image_id: str) -> PythonTarget:
             f'"{DEFAULT_BASE_IMAGE}".'
         )
     cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps(found))
+    partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(found))
+    os.replace(partial, cached)  # whole or absent: parallel builds read it at any moment
     major, minor = (int(part) for part in libc_version.split(".")[:2])
     micro = int(found["version"][2]) if len(found["version"]) > 2 else 0
     return PythonTarget(version, found["machine"], (major, minor), micro)

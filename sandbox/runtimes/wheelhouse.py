@@ -27,13 +27,13 @@ from sandbox.runtimes.base import SandboxError
 
 SANDBOX_REQUIREMENTS: tuple[str, ...] = (
     "pydantic",
-    "aiohttp",
     "h11",
     "pexpect",
     "jupyter_client",
     "ipykernel",
 )
-"""What `python -m sandbox serve` needs at run time (the browser executor stays host-only)."""
+"""What `python -m sandbox serve` needs at run time: not aiohttp (only the client side, in the
+app, uses it), and not the browser stack (the browser executor stays host-only)."""
 
 SANDBOX_DIST = "workbench-sandbox"
 LOCAL_WHEELS_ENV = "WORKBENCH_WHEELS"
