@@ -13,7 +13,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sandbox.protocol import BrowseObservation, ErrorObservation, IPythonObservation
+from sandbox.protocol import (
+    BrowseObservation,
+    CmdRunAction,
+    ErrorObservation,
+    IPythonObservation,
+)
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
 from workbench.agent.messages import build_messages, observation_text, tool_arguments
@@ -332,8 +337,19 @@ class Controller(EventHub):
         except SandboxError as exc:
             self._emit(ErrorEvent(id=self._next_id(), error_kind="sandbox", message=str(exc)))
             raise _Stop("sandbox_error", str(exc)) from None
+        except _Stop:
+            if isinstance(action, CmdRunAction):  # the server would run it on: interrupt it
+                await self._interrupt_shell()
+            raise
         await self._keep_images(observation)
         self._observe(event, observation)
+
+    async def _interrupt_shell(self) -> None:
+        """Send C-c to the shell command a stop cut short (best effort, bounded)."""
+        try:
+            await asyncio.wait_for(self.runtime.send_input("C-c"), 5)
+        except (SandboxError, TimeoutError, OSError) as exc:
+            log.warning("could not interrupt the running command: %s", exc)
 
     async def _keep_images(self, observation: AnyObservation) -> None:
         """Copy the images an observation names into the session folder, so a reopened

@@ -11,7 +11,7 @@ from typing import Any
 
 from headless_harness import KEY, bash, create, finish, harness, seed_script
 
-from sandbox.protocol import StreamEvent
+from sandbox.protocol import CmdRunAction, StreamEvent
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
@@ -254,6 +254,23 @@ async def test_stop_cancels_a_slow_llm_call(tmp_path: Path) -> None:
     assert (result.status, result.exit_code) == ("interrupted", 130)
     assert states(h.controller.events)[-1] == "stopped"
     assert read(h.session.path).events[-1] == h.controller.events[-1]
+
+
+async def test_stop_interrupts_the_running_command(tmp_path: Path) -> None:
+    async with harness(tmp_path, [bash("sleep 30; touch late"), finish()]) as h:
+        h.controller.config.sandbox.soft_timeout_s = 25
+        task = asyncio.create_task(h.controller.run("go"))
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if kinds(h.controller.events, ActionEvent):
+                break
+        await asyncio.sleep(0.5)
+        h.controller.stop("user pressed stop")
+        result = await asyncio.wait_for(task, 10)
+        assert result.status == "interrupted"
+        after = await h.runtime.execute(CmdRunAction(command="echo free"))
+    assert after.kind == "run" and after.content.strip() == "free", after
+    assert not (h.workspace / "late").exists()
 
 
 async def test_sandbox_lost_for_good(tmp_path: Path) -> None:
