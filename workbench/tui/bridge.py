@@ -138,7 +138,12 @@ class ControllerBackend:
             sessions_dir_of(self.config), header, secrets=secrets_of(self.config)
         )
         info = await self.runtime.info()
-        llm = LLMClient(self.config.llm)
+        llm = LLMClient(
+            self.config.llm,
+            on_retry=lambda err, n, wait: self._notify(
+                f"LLM {err.kind} error, retry {n} in {wait:.1f} s: {err}", "warning"
+            ),
+        )
         controller = Controller(
             self.config,
             self.runtime,
