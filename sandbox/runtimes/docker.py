@@ -71,6 +71,16 @@ def parse_volumes(volumes: str | Sequence[str]) -> list[Volume]:
     return [Volume.parse(spec) for spec in specs if spec.strip()]
 
 
+def _owner() -> str:
+    """Who started a container: host name, pid namespace and pid. The namespace matters: a
+    container on the host's network shares its host name, not its process numbers."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}:{namespace}:{os.getpid()}"
+
+
 def in_container() -> bool:
     """True when this process itself runs in a container (sibling containers via the socket)."""
     return Path("/.dockerenv").exists() or os.environ.get("WORKBENCH_IN_DOCKER") == "1"
@@ -258,7 +268,7 @@ class DockerRuntime(ServerRuntime):
             f"{LABEL}.config": digest,
             f"{LABEL}.workspace": self.workspace,
             f"{LABEL}.keep_alive": "1" if self.keep_alive else "0",
-            f"{LABEL}.owner": f"{socket.gethostname()}:{os.getpid()}",
+            f"{LABEL}.owner": _owner(),
         }
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
@@ -286,13 +296,13 @@ class DockerRuntime(ServerRuntime):
 
     def _remove_stale(self) -> None:
         """Remove our containers that no session will use again (their owner is gone)."""
-        host = socket.gethostname()
+        here, _, _ = _owner().rpartition(":")
         for container in self._docker.containers.list(all=True, filters={"label": LABEL}):
             labels = container.labels
             if labels.get(f"{LABEL}.keep_alive") == "1":
                 continue
-            owner_host, _, pid = labels.get(f"{LABEL}.owner", "").partition(":")
-            if owner_host == host and pid.isdigit():
+            where, _, pid = labels.get(f"{LABEL}.owner", "").rpartition(":")
+            if where == here and pid.isdigit():
                 stale = not _pid_alive(int(pid))
             else:  # started elsewhere: we cannot tell whether its owner lives
                 stale = container.status in ("exited", "dead")

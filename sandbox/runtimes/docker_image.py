@@ -296,7 +296,7 @@ def _build(
                 forcerm=True,
                 nocache=no_cache,
                 decode=True,
-                labels={IMAGE_LABEL: "1", "workbench.base": base_image},
+                labels={IMAGE_LABEL: "1", "workbench.base": base_image, BUILDER_LABEL: _builder()},
             ):
                 for line in str(chunk.get("stream", "")).splitlines():
                     if line.strip():
@@ -321,12 +321,24 @@ def _build(
     _remove_older(client, tag)
 
 
+BUILDER_LABEL = "workbench.builder"
+
+
+def _builder() -> str:
+    """Who builds: the host, or an app container. Their wheel sets differ (each resolves its
+    own), so each must leave the other's image alone or they would rebuild it by turns."""
+    in_container = Path("/.dockerenv").exists() or os.environ.get("WORKBENCH_IN_DOCKER") == "1"
+    return "container" if in_container else "host"
+
+
 def _remove_older(client: Any, keep: str) -> None:
-    """Untag the sandbox images this build replaces (not those a container still uses)."""
+    """Untag the sandbox images this build replaces: same name, same kind of builder (not
+    those a container still uses)."""
     import docker.errors
 
     repository = keep.rsplit(":", 1)[0]
-    for image in client.images.list(name=repository, filters={"label": IMAGE_LABEL}):
+    mine = {"label": [IMAGE_LABEL, f"{BUILDER_LABEL}={_builder()}"]}
+    for image in client.images.list(name=repository, filters=mine):
         for tag in image.tags:
             if tag != keep and tag.rsplit(":", 1)[0] == repository:
                 # A container (a kept-alive sandbox) may still use it: then it stays.

@@ -184,14 +184,26 @@ def _dead_pid() -> int:
 async def test_stale_containers_of_ours_are_removed(
     make_runtime: MakeRuntime, sandbox_image: str, docker_api: Any
 ) -> None:
+    here = f"{socket.gethostname()}:{os.stat('/proc/self/ns/pid').st_ino}"
     stale = docker_api.containers.create(
         sandbox_image,
         name=f"workbench-sandbox-stale-{os.getpid()}",
-        labels={LABEL: "1", f"{LABEL}.owner": f"{socket.gethostname()}:{_dead_pid()}"},
+        labels={LABEL: "1", f"{LABEL}.owner": f"{here}:{_dead_pid()}"},
     )
-    await make_runtime()
-    with pytest.raises(docker.errors.NotFound):
-        docker_api.containers.get(stale.id)
+    # Same host name, other pid namespace (an app container on the host's network): its
+    # owner's pid means nothing here, so a container that is not dead is left alone.
+    elsewhere = docker_api.containers.create(
+        sandbox_image,
+        name=f"workbench-sandbox-elsewhere-{os.getpid()}",
+        labels={LABEL: "1", f"{LABEL}.owner": f"{socket.gethostname()}:1:{_dead_pid()}"},
+    )
+    try:
+        await make_runtime()
+        with pytest.raises(docker.errors.NotFound):
+            docker_api.containers.get(stale.id)
+        assert docker_api.containers.get(elsewhere.id).status == "created"
+    finally:
+        elsewhere.remove(force=True)
 
 
 async def test_killed_container_is_restarted_and_the_agent_is_told(
