@@ -33,3 +33,43 @@ def test_a_workbench_warning_is_not_shown_as_the_agent() -> None:
     cell = cell_for_event(warning, live=True)
     assert cell is not None
     assert cell.role != "agent" and cell.label == "workbench" and cell.icon == "⚠"
+
+
+def test_output_line_count_does_not_count_the_final_newline() -> None:
+    from sandbox.protocol import CmdOutputObservation
+    from workbench.events import ObservationEvent
+
+    def title(content: str) -> str:
+        obs = CmdOutputObservation(command="ls", content=content, exit_code=0)
+        cell = cell_for_event(ObservationEvent(id=3, cause=2, tool_call_id="c", observation=obs))
+        assert cell is not None
+        return cell.title
+
+    assert title("hi.sh\n") == "exit 0 · 1 line · hi.sh"
+    assert title("a\nb") == "exit 0 · 2 lines · a"
+    assert title("") == "exit 0 · 0 lines"
+
+
+def test_finish_shows_its_message_once_and_the_state_line_stays_one_line() -> None:
+    from workbench.events import FinishAction, StateChangedEvent
+
+    message = "hi.sh prints **hi**.\n\n- created `hi.sh`\n- ran it"
+    finish = ActionEvent(
+        id=7, tool_name="finish", tool_call_id="c9", action=FinishAction(message=message)
+    )
+    cell = cell_for_event(finish, live=True)
+    assert cell is not None and cell.expanded and cell.body == message
+    assert cell.label == "finished"  # drawn instead of the title, which the body repeats
+    state = StateChangedEvent(id=8, state="finished", reason=f"success: {message}")
+    line = cell_for_event(state)
+    assert line is not None and line.title == "finished · success: hi.sh prints hi."
+    assert cell.title == "hi.sh prints hi."  # a title is plain text, not Markdown
+
+
+def test_markdown_titles_are_plain() -> None:
+    from workbench.tui.cells import plain_line
+
+    assert plain_line("Done: `hi.sh` now prints **hello**.") == "Done: hi.sh now prints hello."
+    assert plain_line("## Summary\nmore") == "Summary"
+    assert plain_line("see [the docs](https://x.y/z)") == "see the docs"
+    assert plain_line("edit `__init__.py`, 2 * 3") == "edit __init__.py, 2 * 3"

@@ -1,7 +1,8 @@
 """The Textual front end (the only package that imports Textual).
 
 - `app.py`: `WorkbenchApp`, `create_app` (used by the CLI, tests and the benchmark), `run_tui`.
-- `bridge.py`: the `Backend` that drives the controller, the runtime and the LLM client.
+- `backend.py`: the `Backend` protocol the app drives; `bridge.py`: the real one (controller,
+  runtime and LLM client); `commands.py`: the command palette's entries.
 - `cells.py`: events as compact cells (no Textual); `messages.py`: the app's messages.
 - `themes.py`: theme files (TOML) to Textual themes; `app.tcss`: the app's CSS.
 - `widgets/`: panes, status bar, input box, confirmation panel; `screens/`: settings, sessions.

@@ -1,16 +1,17 @@
-"""The Textual app: layout, key bindings, palette commands, and routing of session events.
+"""The Textual app: layout, key bindings and actions, and routing of session events to panes.
 
 `create_app` builds the app for the CLI, the tests and the benchmark alike; `run_tui` runs it.
-Events reach the app as `EventArrived` messages (from a `Backend` that drives the controller,
-or fed by hand in tests); live shell output goes straight into the shell pane's buffer.
+Events reach the app as `EventArrived` messages (from a `Backend`, see `backend.py`, or fed by
+hand in tests); live shell output goes straight into the shell pane's buffer. The palette's
+entries are in `commands.py`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -38,6 +39,8 @@ from workbench.events import (
     StateChangedEvent,
 )
 from workbench.tui import themes as theme_files
+from workbench.tui.backend import Backend
+from workbench.tui.commands import palette_commands
 from workbench.tui.messages import (
     ConfirmationAnswered,
     EventArrived,
@@ -58,44 +61,12 @@ if TYPE_CHECKING:
 
 NARROW_WIDTH = 110
 """Below this many columns the tool panes sit under the conversation instead of beside it."""
-PANES = ("shell", "jupyter", "browser")
+BACKEND_START_DELAY_S = 0.25
+"""The backend starts this long after the first paint, once the footer has composed its keys
+(it does so a few times as focus and bindings settle)."""
 RECENT_EVENTS = 300
 """A loaded session fills the tool panes from its last this-many events (all are in the
 conversation)."""
-
-
-class Backend(Protocol):
-    """What the app drives: the controller, the runtime and the LLM behind one small surface."""
-
-    async def start(self, app: WorkbenchApp) -> None:
-        """Load the LLM client and start the sandbox in the background, reporting progress."""
-
-    async def submit(self, text: str) -> None:
-        """Start a task with `text`, or queue it as a message if one is running."""
-
-    async def answer(self, cause: int, answer: str) -> None:
-        """Answer the confirmation request about action `cause`."""
-
-    async def shell_input(self, text: str) -> None:
-        """Send text or a key (`C-c`) to the running shell command."""
-
-    async def load_artifact(self, name: str) -> bytes:
-        """A stored file (screenshot, image) by name."""
-
-    def pause(self) -> None:
-        """Pause the agent after its current step."""
-
-    def resume(self) -> None:
-        """Resume a paused agent."""
-
-    def stop(self) -> None:
-        """Stop the agent."""
-
-    async def new_session(self) -> None:
-        """Forget the current task; the next message starts a new session."""
-
-    async def close(self) -> None:
-        """Stop everything and leave no process behind."""
 
 
 class WorkbenchApp(App[int]):
@@ -104,6 +75,8 @@ class WorkbenchApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "workbench"
     ENABLE_COMMAND_PALETTE = True
+    PANES: ClassVar[tuple[str, ...]] = ("shell", "jupyter", "browser")
+    """The tool panes, by id (each in its own tab)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "toggle_tools", "Tools"),
@@ -139,6 +112,7 @@ class WorkbenchApp(App[int]):
         self.config_path = config_path
         self.actions: dict[int, ActionEvent] = {}
         self.tools_size = 50
+        self._tools_layout: tuple[bool, int] | None = None
         self.paused = False
         self.initial_task = ""
         """A task to start as soon as the app is up (`workbench -t TASK` without --headless)."""
@@ -194,8 +168,9 @@ class WorkbenchApp(App[int]):
         if self.backend is not None:
             self.query_one(JupyterPane).loader = self.backend.load_artifact
             self.query_one(BrowserPane).loader = self.backend.load_artifact
-            # After the first frame: litellm's import would otherwise hold the GIL during it.
-            self.call_after_refresh(self.set_timer, 0.05, self._start_backend)
+            # After the first frames: litellm's import (a thread holding the GIL for long
+            # stretches) and the sandbox's start would otherwise hold them up.
+            self.call_after_refresh(self.set_timer, BACKEND_START_DELAY_S, self._start_backend)
             if self.initial_task:
                 self.post_message(PromptSubmitted(self.initial_task))
         self.query_one(PromptInput).focus()
@@ -221,6 +196,10 @@ class WorkbenchApp(App[int]):
         main, tools = self.query_one("#main"), self.query_one("#tools")
         narrow = self.size.width < NARROW_WIDTH
         main.set_class(narrow, "-narrow")
+        layout = (narrow, self.tools_size)
+        if layout == self._tools_layout:  # a resize that changes nothing costs no restyle
+            return
+        self._tools_layout = layout
         if narrow:
             tools.styles.width, tools.styles.height = "1fr", f"{self.tools_size}%"
         else:
@@ -307,7 +286,10 @@ class WorkbenchApp(App[int]):
                 panel.hide()
             cause = self.actions.get(event.cause)
             if cause is not None and isinstance(cause.action, CmdRunAction):
-                self.query_one(ShellPane).set_state("running" if event.approved else "rejected")
+                shell = self.query_one(ShellPane)
+                shell.set_state("running" if event.approved else "rejected")
+                if not event.approved:  # its "$ command" line is already in the output
+                    shell.output.append_marked("(rejected: not run)", "note")
         elif isinstance(event, StateChangedEvent) and account:
             status.set(state=event.state)
             if event.state == "running" and status.data.started is None and live:
@@ -400,7 +382,7 @@ class WorkbenchApp(App[int]):
             self.screen.minimize()
             return
         focused = self.focused
-        while focused is not None and focused.id not in ("conversation", *PANES):
+        while focused is not None and focused.id not in ("conversation", *self.PANES):
             focused = focused.parent  # type: ignore[assignment]
         target = focused or self.query_one(ConversationView)
         self.screen.maximize(target, container=False)
@@ -478,34 +460,12 @@ class WorkbenchApp(App[int]):
         self.push_screen(SettingsScreen(self.config, self.config_path))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Palette entries for everything the footer keys do."""
-        yield from super().get_system_commands(screen)
-        yield from self._commands()
-
-    def _commands(self) -> Iterator[SystemCommand]:
-        yield SystemCommand(
-            "New session", "Clear the panes and start over", self.action_new_session
-        )
-        yield SystemCommand(
-            "Pause / resume", "Pause the agent after its step, or resume", self.action_toggle_pause
-        )
-        yield SystemCommand("Stop the agent", "Stop the running task", self.action_stop)
-        yield SystemCommand(
-            "Toggle tool panes", "Show or hide shell/Jupyter/browser", self.action_toggle_tools
-        )
-        for pane in PANES:
-            yield SystemCommand(
-                f"Show {pane} pane",
-                f"Show and focus the {pane} pane",
-                lambda pane=pane: self.action_show_pane(pane),
-            )
-        yield SystemCommand(
-            "Maximize pane", "Maximize the focused pane (again: restore)", self.action_maximize_pane
-        )
-        yield SystemCommand(
-            "Open a saved session", "Show a recorded session", self.action_open_session
-        )
-        yield SystemCommand("Settings", "Model, base URL and API key", self.action_settings)
+        """Palette entries for everything the footer keys do (Textual's own "Maximize", which
+        would maximize the input box, gives way to "Maximize pane")."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Maximize":
+                yield command
+        yield from palette_commands(self)
 
     async def action_quit(self) -> None:
         """Close the backend (no process left behind), then exit."""
@@ -540,14 +500,14 @@ def create_app(
 
 def run_tui(config: Config, args: Any) -> int:
     """Open the TUI (the CLI's default); a task given with `-t`/`-f` starts at once."""
+    import os
     import sys
 
+    from workbench.tui import terminal
     from workbench.tui.bridge import ControllerBackend
 
     config_path = Path(args.config).expanduser() if getattr(args, "config", None) else None
-    image_mode = "auto" if sys.stdout.isatty() else "halfcell"
-    if image_mode == "auto":
-        import textual_image.widget  # noqa: F401  (asks the terminal what it can draw, pre-start)
+    image_mode = terminal.image_mode(os.environ, sys.stdout.isatty())  # before Textual starts
     backend = ControllerBackend(config, config_path)
     app = create_app(config, backend, image_mode=image_mode, config_path=config_path)
     task = getattr(args, "task", None)

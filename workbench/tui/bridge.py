@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+IMPORT_SWITCH_INTERVAL_S = 0.0005
+"""Python's GIL switch interval while litellm imports in a thread (the default is 5 ms)."""
+
 
 def allow_rule(action_event: ActionEvent) -> str | None:
     """An allow rule that matches exactly this action (glob characters escaped)."""
@@ -38,7 +42,7 @@ def allow_rule(action_event: ActionEvent) -> str | None:
 
 
 class ControllerBackend:
-    """Drives one controller per session for the app (see `workbench.tui.app.Backend`)."""
+    """Drives one controller per session for the app (see `workbench.tui.backend.Backend`)."""
 
     def __init__(self, config: Config, config_path: Path | None = None) -> None:
         self.config = config
@@ -70,6 +74,10 @@ class ControllerBackend:
         from workbench.llm import warm_up
 
         self._progress("llm", "loading…")
+        # The import runs in a thread and holds the GIL for whole switch intervals; a shorter
+        # interval hands it back to the UI's thread sooner (keys, the footer's first frames).
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(IMPORT_SWITCH_INTERVAL_S)
         try:
             await warm_up()
         except Exception as exc:
@@ -77,6 +85,8 @@ class ControllerBackend:
             self._progress("llm", "failed", self._failed["llm"])
         else:
             self._progress("llm", "ready")
+        finally:
+            sys.setswitchinterval(previous)
         self._llm_ready.set()
 
     async def _start_sandbox(self) -> None:

@@ -44,6 +44,8 @@ Role = Literal["user", "agent", "action", "observation", "error", "confirm", "st
 BodyFormat = Literal["markdown", "code", "text"]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_MD_LINK_RE = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_MD_MARK_RE = re.compile(r"\*\*|`")
 _SHOWN_STATES = {"paused", "awaiting_user", "finished", "error", "stopped"}
 _EXT_LEXERS = {
     ".py": "python",
@@ -103,6 +105,13 @@ def first_line(text: str, limit: int = 200) -> str:
     return ""
 
 
+def plain_line(text: str, limit: int = 200) -> str:
+    """The first line of Markdown `text` as a title: no `**`, backticks, heading marks or
+    link targets."""
+    line = _MD_LINK_RE.sub(r"\1", first_line(text, limit))
+    return _MD_MARK_RE.sub("", line.lstrip("#").strip()) or line
+
+
 def lexer_for_path(path: str) -> str:
     """A Pygments lexer name guessed from a file name."""
     return _EXT_LEXERS.get(PurePosixPath(path).suffix.lower(), "text")
@@ -135,17 +144,18 @@ def _action_cell(event: ActionEvent) -> Cell:
     if isinstance(act, SetEnvAction):
         return Cell(key, "action", "$", f"set env {', '.join(sorted(act.env))}")
     if isinstance(act, ThinkAction):
-        return Cell(key, "agent", "…", first_line(act.thought), act.thought, "markdown")
+        return Cell(key, "agent", "…", plain_line(act.thought), act.thought, "markdown")
     assert isinstance(act, FinishAction)
-    icon = "✔" if act.outcome == "success" else "✖"
+    done = act.outcome == "success"
     return Cell(
         key,
         "agent",
-        icon,
-        first_line(act.message) or "finished",
+        "✔" if done else "✖",
+        plain_line(act.message) or "finished",
         act.message,
         "markdown",
         expanded=True,
+        label="finished" if done else "gave up",  # the expanded body repeats the title
     )
 
 
@@ -155,7 +165,7 @@ def _observation_cell(event: ObservationEvent) -> Cell | None:
         content = strip_ansi(obs.content)
         if obs.note:
             content = f"{content}\n[{obs.note}]" if content else f"[{obs.note}]"
-        lines = content.count("\n") + 1 if content else 0
+        lines = len(content.splitlines())  # "hi\n" is one line
         if obs.running or obs.exit_code == -1:
             icon, state = "…", "running"
         else:
@@ -206,7 +216,7 @@ def thought_cell(event: Event, live: bool = False) -> Cell | None:
         f"e{event.id}t",
         "agent",
         "●",
-        first_line(thought),
+        plain_line(thought),
         thought,
         "markdown",
         label="agent",
@@ -242,7 +252,7 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
                 key,
                 "agent",
                 "●",
-                first_line(event.text),
+                plain_line(event.text),
                 event.text,
                 "markdown",
                 label="agent",
@@ -274,7 +284,7 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
     if isinstance(event, StateChangedEvent):
         if event.state not in _SHOWN_STATES:
             return None
-        reason = f" · {event.reason}" if event.reason else ""
+        reason = f" · {plain_line(event.reason)}" if event.reason.strip() else ""
         return Cell(key, "state", "■", f"{event.state.replace('_', ' ')}{reason}")
     if isinstance(event, ErrorEvent):
         return Cell(

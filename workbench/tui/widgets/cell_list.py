@@ -66,6 +66,9 @@ class CellList(ScrollView, can_focus=True):
     CellList { background: $surface; }
     """
 
+    empty_text = ""
+    """Shown, muted, on the first row while there are no cells (what will appear here)."""
+
     def __init__(
         self, *, name: str | None = None, id: str | None = None, classes: str | None = None
     ) -> None:
@@ -292,12 +295,20 @@ class CellList(ScrollView, can_focus=True):
         self._headers[key] = strip
         return strip
 
+    def _empty_line(self, width: int) -> Strip:
+        text = Text.assemble((self.empty_text, self._style("state")), no_wrap=True, end="")
+        text.truncate(width, overflow="ellipsis")
+        strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.base_style)
+        return strip.crop_extend(0, width, self.base_style)
+
     def render_line(self, y: int) -> Strip:
         """The row `y` rows below the top of the view."""
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         row = scroll_y + y
         if row >= self._total or not self.cells:
+            if row == 0 and self.empty_text:
+                return self._empty_line(width)
             return Strip.blank(width, self.base_style)
         index = bisect.bisect_right(self._starts, row) - 1
         offset = row - self._starts[index]

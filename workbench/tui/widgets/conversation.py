@@ -12,6 +12,8 @@ from workbench.tui.widgets.cell_list import CellList
 class ConversationView(CellList):
     """User and agent messages, tool calls and results; enter expands, c copies."""
 
+    empty_text = "No task yet: type one below and press enter."
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "conversation"

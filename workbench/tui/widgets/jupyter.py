@@ -18,6 +18,8 @@ ArtifactLoader = Callable[[str], Awaitable[bytes]]
 class JupyterPane(CellList):
     """Cells of the session's IPython kernel."""
 
+    empty_text = "No cells yet: Python the agent runs in Jupyter shows here."
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "jupyter"

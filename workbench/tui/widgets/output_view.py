@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -41,6 +42,8 @@ class OutputView(ScrollView, can_focus=True):
         self._width = 0
         self.lines_received = 0
         """Complete lines appended since the start (dropped ones included)."""
+        self.follow = True
+        """Keep the last line in view as output arrives and when the view changes height."""
 
     @property
     def line_count(self) -> int:
@@ -95,11 +98,24 @@ class OutputView(ScrollView, can_focus=True):
             del self.lines[:excess]
             self._dropped += excess
             self._marks = {k: v for k, v in self._marks.items() if k >= self._dropped}
-        at_end = self.scroll_y >= self.max_scroll_y - 1
-        self.virtual_size = Size(self._width + 1, len(self.lines))
+        at_end = self.follow or self.scroll_y >= self.max_scroll_y - 1
+        # The open last line takes no row until it has text: the newest output sits at the
+        # bottom, even in a one-row view.
+        self.virtual_size = Size(self._width + 1, self.line_count)
         if at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.follow = True
         self.refresh()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        """Scrolling up stops following the end; scrolling back down resumes it."""
+        super().watch_scroll_y(old, new)
+        self.follow = round(new) >= self.max_scroll_y - 1
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A shorter view (the confirmation panel came) still shows the latest line."""
+        if self.follow:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
 
     def _mark_style(self, mark: str) -> Style:
         variables = self.app.theme_variables
@@ -116,6 +132,7 @@ class OutputView(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         line = self.lines[index].expandtabs(8)
         mark = self._marks.get(self._dropped + index)
-        text = Text(line, style=self._mark_style(mark) if mark else "", no_wrap=True, end="")
+        # A Text's own `style` is dropped by `render`; a span's style is kept.
+        text = Text.assemble((line, self._mark_style(mark) if mark else ""), no_wrap=True, end="")
         strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.rich_style)
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)

@@ -1,0 +1,73 @@
+"""The small modules around the app: the palette's entries, the terminal's image mode, and the
+backend's start-up (litellm's import must not keep the UI's thread waiting)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import make_config
+
+from workbench.tui import terminal
+from workbench.tui.app import create_app
+from workbench.tui.bridge import IMPORT_SWITCH_INTERVAL_S, ControllerBackend
+from workbench.tui.commands import palette_commands
+
+
+async def test_palette_has_an_entry_for_every_footer_action(tmp_path: Path) -> None:
+    app = create_app(None, None, image_mode="halfcell", user_themes=tmp_path / "none")
+    async with app.run_test(size=(80, 24)):
+        titles = [command.title for command in palette_commands(app)]
+        assert {"New session", "Pause / resume", "Stop the agent", "Settings"} <= set(titles)
+        assert {"Show shell pane", "Show jupyter pane", "Show browser pane"} <= set(titles)
+        everything = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Maximize pane" in everything and "Maximize" not in everything
+        assert "Quit" in everything  # Textual's own entries stay
+        shown = [c for c in app.get_system_commands(app.screen) if c.title == "Show jupyter pane"]
+        shown[0].callback()
+        assert app.query_one("#tools").active == "tab-jupyter"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"TERM": "tmux-256color", "TMUX": "/tmp/tmux-0/default,1,0"},
+        {"TERM": "xterm-256color", "TMUX": "/tmp/tmux-0/default,1,0"},
+        {"TERM": "screen.xterm-256color", "STY": "123.pts-0"},
+        {"TERM": "linux"},
+        {"TERM": "dumb"},
+    ],
+)
+def test_no_probe_where_no_graphics_get_through(
+    environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "textual_image.widget", None)  # an import would fail
+    assert not terminal.probe_worthwhile(environ)
+    assert terminal.image_mode(environ, is_tty=True) == "halfcell"
+
+
+def test_a_failing_probe_falls_back_to_half_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    environ = {"TERM": "xterm-kitty"}
+    assert terminal.probe_worthwhile(environ)
+    assert terminal.image_mode(environ, is_tty=False) == "halfcell"
+    monkeypatch.setitem(sys.modules, "textual_image.widget", None)  # ImportError on import
+    assert terminal.image_mode(environ, is_tty=True) == "halfcell"
+
+
+async def test_the_import_gets_a_short_switch_interval_then_the_old_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workbench.llm
+
+    seen: list[float] = []
+
+    async def warm_up() -> None:
+        seen.append(sys.getswitchinterval())
+
+    monkeypatch.setattr(workbench.llm, "warm_up", warm_up)
+    before = sys.getswitchinterval()
+    backend = ControllerBackend(make_config())
+    await backend._load_llm()
+    assert seen == [IMPORT_SWITCH_INTERVAL_S]
+    assert sys.getswitchinterval() == before and backend._llm_ready.is_set()
