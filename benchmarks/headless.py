@@ -6,9 +6,19 @@ Prints progress lines, then ONE JSON object on its last line:
 - `first_request_s`: CLI start to the first request reaching the scripted LLM server (median
   of 5, measured alternately with the import; target <= litellm_import_s + 0.5).
 - `step_overhead_ms`: per step of a 50-step scripted session of `echo` actions, the step's wall
-  time minus the time spent in the scripted server (measured by replaying the same requests to
-  it directly) and in the sandbox (time inside `runtime.execute`); target <= 10 ms. This still
-  includes litellm's client-side work; `controller_overhead_ms` is our loop alone.
+  time minus the time spent in the scripted server and in the sandbox, each measured by
+  replaying the session's own requests / actions to it directly afterwards; target <= 10 ms.
+  (Wall time inside `runtime.execute` is no measure of the sandbox: while the loop waits for
+  it, other tasks run, litellm's after-call logging among them; that is shown apart as
+  `sandbox_wall_ms`.) This includes litellm's client-side work: `llm_call_ms` is the wall
+  time of one `LLMClient.complete()` and `controller_overhead_ms` the rest of the step outside
+  it and outside the sandbox (our loop, plus litellm tasks the loop runs meanwhile). Before the
+  session litellm is imported and primed exactly as the CLI does while the sandbox starts
+  (`load_litellm`, `prime_litellm`): that start-up work is what `first_request_s` measures, so
+  the session does not count it a second time as the first step's. The session runs
+  `SESSION_RUNS` times, each in a fresh process (one session per process, as the CLI runs it);
+  the run with the median `step_overhead_ms` is reported, all of them in
+  `step_overhead_runs_ms`.
 - `log_append_us`, `log_append_fsync_us`: one session-log append without / with fsync.
 Run: `.venv/bin/python benchmarks/headless.py`.
 """
@@ -30,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 MODEL = "openai/test-model"
+SESSION_RUNS = 3
 KEY = "sk-bench-key"
 
 
@@ -108,13 +119,14 @@ def import_and_first_request(rounds: int = 5) -> tuple[float, float]:
 
 
 class _Timed:
-    """Wraps an object's async method and adds up the time spent in it."""
+    """Wraps an object's async method, adds up the time spent in it and keeps the arguments."""
 
     def __init__(self, inner: Any, method: str) -> None:
         self._inner = inner
         self._method = method
         self.total = 0.0
         self.calls = 0
+        self.args: list[tuple[Any, ...]] = []
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
@@ -122,6 +134,7 @@ class _Timed:
             return attr
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
+            self.args.append(args)
             start = time.perf_counter()
             try:
                 return await attr(*args, **kwargs)
@@ -149,12 +162,32 @@ def _replay_server_time(script: list[dict[str, Any]], bodies: list[dict[str, Any
     return total
 
 
+async def _replay_sandbox_time(workspace: Path, actions: list[Any]) -> float:
+    """Seconds a fresh local sandbox takes to run these actions, with nothing else running."""
+    from sandbox.protocol import CmdRunAction
+    from sandbox.runtimes.local import LocalRuntime
+
+    runtime = LocalRuntime(workspace, disable=("browser", "jupyter"))
+    await runtime.start()
+    try:
+        await runtime.execute(CmdRunAction(command="true"))
+        total = 0.0
+        for action in actions:
+            start = time.perf_counter()
+            await runtime.execute(action)
+            total += time.perf_counter() - start
+    finally:
+        await runtime.close()
+    return total
+
+
 async def _session(steps: int) -> dict[str, float]:
     from sandbox.protocol import CmdRunAction
     from sandbox.runtimes.local import LocalRuntime
+    from workbench.agent.tools import tool_schemas
     from workbench.config import load_config
     from workbench.controller import Controller
-    from workbench.llm import LLMClient, load_litellm
+    from workbench.llm import LLMClient, load_litellm, prime_litellm
     from workbench.session_log import SessionLog, make_header, new_session_id
     from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -178,6 +211,7 @@ async def _session(steps: int) -> dict[str, float]:
             env = _env(server.base_url, tmp)
             overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
             config = load_config(env=env, overrides=overrides)
+            prime_litellm(config.llm, tool_schemas())  # as the CLI's start-up does
             runtime = LocalRuntime(tmp / "ws", disable=("browser", "jupyter"))
             await runtime.start()
             await runtime.execute(CmdRunAction(command="true"))  # the shell is up before timing
@@ -195,15 +229,26 @@ async def _session(steps: int) -> dict[str, float]:
         if result.status != "success":
             raise RuntimeError(f"benchmark session ended with {result.status}: {result.reason}")
         server_s = await asyncio.to_thread(_replay_server_time, script, bodies)
+        sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
     n = result.steps
     return {
-        "step_overhead_ms": (wall - server_s - box.total) / n * 1000,
-        "controller_overhead_ms": (wall - llm.total - box.total) / n * 1000,
+        "step_overhead_ms": (wall - server_s - sandbox_s) / n * 1000,
+        "controller_overhead_ms": (wall - llm.total - sandbox_s) / n * 1000,
         "llm_call_ms": llm.total / llm.calls * 1000,
         "llm_server_ms": server_s / len(bodies) * 1000,
-        "sandbox_ms": box.total / max(box.calls, 1) * 1000,
+        "sandbox_ms": sandbox_s / max(box.calls, 1) * 1000,
+        "sandbox_wall_ms": box.total / max(box.calls, 1) * 1000,
         "steps": n,
     }
+
+
+def _session_in_subprocess() -> dict[str, float]:
+    """One `_session(50)` in a fresh process, as the CLI runs one session per process."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--session"], check=True, capture_output=True, text=True
+    )
+    result: dict[str, float] = json.loads(proc.stdout.splitlines()[-1])
+    return result
 
 
 def log_append_us(fsync: bool, count: int = 500) -> float:
@@ -233,9 +278,12 @@ def main() -> None:
     imported, first = import_and_first_request()
     results["litellm_import_s"], results["first_request_s"] = round(imported, 3), round(first, 3)
     print(f"litellm_import_s {imported:.3f}  first_request_s {first:.3f}", flush=True)
-    session = asyncio.run(_session(50))
-    results |= {k: round(v, 3) for k, v in session.items()}
-    print(f"step_overhead_ms {results['step_overhead_ms']}", flush=True)
+    sessions = [_session_in_subprocess() for _ in range(SESSION_RUNS)]
+    overheads = [run["step_overhead_ms"] for run in sessions]
+    median = sorted(sessions, key=lambda run: run["step_overhead_ms"])[len(sessions) // 2]
+    results |= {k: round(v, 3) for k, v in median.items()}
+    results["step_overhead_runs_ms"] = [round(v, 3) for v in overheads]
+    print(f"step_overhead_ms {results['step_overhead_ms']} (runs: {overheads})", flush=True)
     results["log_append_us"] = round(log_append_us(False), 1)
     results["log_append_fsync_us"] = round(log_append_us(True), 1)
     results["targets_met"] = {
@@ -247,4 +295,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--session"]:
+        print(json.dumps(asyncio.run(_session(50))))
+    else:
+        main()

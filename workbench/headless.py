@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import os
 import signal
 import sys
@@ -113,39 +112,25 @@ class _Nudger:
 
 def _import_litellm_in_background(config: LLMConfig) -> asyncio.Future[None]:
     """Import litellm in a daemon thread (an early exit does not wait for it), then prime it."""
-    from workbench.llm import load_litellm
-
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
     def work() -> None:
+        from workbench.agent.tools import tool_schemas
+        from workbench.llm import load_litellm, prime_litellm
+
         error: BaseException | None = None
         try:
-            litellm = load_litellm()
+            load_litellm()
         except BaseException as exc:
             error = exc
         else:
-            _prime(litellm, config)
+            prime_litellm(config, tool_schemas())
         with contextlib.suppress(RuntimeError):  # the loop may be closed by now
             loop.call_soon_threadsafe(_settle, done, error)
 
     threading.Thread(target=work, name="import-litellm", daemon=True).start()
     return done
-
-
-def _prime(litellm: Any, config: LLMConfig) -> None:
-    """One offline mock completion with the client's own arguments and our tools: it imports
-    what litellm's first real call would otherwise import lazily (up to ~1 s with tools)."""
-    from workbench.agent.tools import tool_schemas
-    from workbench.llm import LLMClient
-
-    try:
-        kwargs = LLMClient(config)._kwargs([{"role": "user", "content": "warm-up"}], tool_schemas())
-        kwargs["model"] = kwargs.get("model") or "openai/warm-up"
-        litellm.completion(**kwargs, mock_response="ok")
-        importlib.import_module("litellm._service_logger")
-    except Exception:  # priming is an optimisation only
-        return
 
 
 def _settle(future: asyncio.Future[None], exc: BaseException | None) -> None:

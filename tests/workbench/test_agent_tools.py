@@ -14,7 +14,7 @@ from sandbox.protocol import (
     IPythonAction,
     IPythonObservation,
 )
-from workbench.agent.messages import NOT_ANSWERED, build_messages, truncate
+from workbench.agent.messages import NOT_ANSWERED, TextCache, build_messages, truncate
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
 from workbench.agent.tools import tool_names, tool_schemas
@@ -201,6 +201,22 @@ def test_messages_pair_tool_calls_with_results() -> None:
     assert results["c1"].startswith("a.txt") and "characters cut" in results["c1"]
     assert results["c1"].endswith("[exit code 0, cwd /w]")
     assert results["c2"] == "1"
+
+
+def test_message_texts_are_cached_by_event_and_fresh_dicts_built_each_time() -> None:
+    call = ActionEvent(
+        id=2, tool_name="execute_bash", tool_call_id="c1", action=CmdRunAction(command="ls")
+    )
+    events = [MessageEvent(id=1, source="user", text="task"), call, _obs(3, 2, "c1", "x" * 900)]
+    cache: TextCache = {}
+    first = build_messages("SYS", events, 300, cache)
+    assert first == build_messages("SYS", events, 300)  # the same as without a cache
+    assert set(cache) == {2, 3}
+    first[2]["tool_calls"][0]["function"]["arguments"] = "changed by the caller"
+    assert build_messages("SYS", events, 300, cache) == build_messages("SYS", events, 300)
+    # An id seen again with another event (another conversation) is not taken from the cache.
+    other = [events[0], call, _obs(3, 2, "c1", "other output")]
+    assert build_messages("SYS", other, 300, cache)[3]["content"].startswith("other output")
 
 
 def test_unanswered_calls_get_a_placeholder_and_orphans_are_dropped() -> None:

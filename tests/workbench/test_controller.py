@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from headless_harness import KEY, bash, create, finish, harness, seed_script
 
 from sandbox.protocol import CmdRunAction, StreamEvent
@@ -23,8 +24,14 @@ from workbench.events import (
     RejectedObservation,
     StateChangedEvent,
 )
+from workbench.llm import load_litellm
 from workbench.security import Decision
 from workbench.session_log import read
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_once() -> None:
+    load_litellm()  # seconds of CPU, once per test process: not inside the tests' time limits
 
 
 def kinds(events: list[Event], kind: type[Any]) -> list[Any]:

@@ -168,6 +168,13 @@ async def test_dropped_connection_is_retried(llm_server: Start) -> None:
     assert response.content == "back" and response.retries == 1
 
 
+async def test_a_reply_that_is_not_a_completion_is_retried(llm_server: Start) -> None:
+    # An event stream to a request that did not ask for one: not JSON, so a server fault.
+    server = llm_server([{"stream": True, "text": "garbled"}, {"text": "back"}])
+    response = await client_for(server).complete(MESSAGES, TOOLS)
+    assert response.content == "back" and response.retries == 1
+
+
 async def test_auth_error_is_not_retried_and_never_shows_the_key(llm_server: Start) -> None:
     body = {"error": {"message": f"Incorrect API key provided: {KEY}", "code": "invalid_api_key"}}
     server = llm_server([{"error": 401, "body": body}])
@@ -262,6 +269,36 @@ async def test_litellm_prints_nothing(llm_server: Start, capfd: pytest.CaptureFi
             await client.complete(MESSAGES, TOOLS)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+async def test_openai_models_skip_the_openai_sdk(llm_server: Start) -> None:
+    # litellm's own HTTP handler: the SDK's per-request walk of the whole history is avoided.
+    server = llm_server([{"text": "direct"}])
+    await client_for(server).complete(MESSAGES, TOOLS)
+    assert not [name for name in server.headers[0] if name.startswith("x-stainless")]
+
+
+_PRIMED_FIRST_CALL = """
+import asyncio, sys
+from workbench.config import LLMConfig
+from workbench.llm import LLMClient, prime_litellm
+from workbench.testing.llm_server import ScriptedLLMServer
+
+with ScriptedLLMServer([{"text": "primed"}]) as server:
+    config = LLMConfig(model="openai/test-model", base_url=server.base_url, api_key="k")
+    prime_litellm(config, TOOLS)
+    assert not server.requests  # priming is offline
+    before = set(sys.modules)
+    reply = asyncio.run(LLMClient(config).complete([{"role": "user", "content": "hi"}], TOOLS))
+    assert reply.content == "primed"
+    late = sorted(name for name in set(sys.modules) - before if name.startswith(("lite", "tik")))
+    assert not late, late
+"""
+
+
+def test_priming_leaves_the_first_call_no_imports() -> None:
+    code = f"TOOLS = {json.dumps(TOOLS)}\n{_PRIMED_FIRST_CALL}"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def test_importing_the_package_does_not_import_litellm() -> None:

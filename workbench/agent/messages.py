@@ -9,7 +9,8 @@ providers reject a conversation with an unanswered call. Long results keep head 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from sandbox.protocol import (
@@ -112,9 +113,34 @@ def tool_arguments(action: AnyAction, risk: str | None) -> dict[str, Any]:
     return args
 
 
-def _tool_call(event: ActionEvent | AgentErrorEvent) -> Message:
+TextCache = dict[int, tuple[Event, str]]
+"""Texts already made from events (tool-call arguments, observation texts), by event id; the
+event itself is kept too, so that an id seen again with another event is not mistaken."""
+
+
+def _arguments_text(action: AnyAction, risk: str | None) -> str:
+    return json.dumps(tool_arguments(action, risk))
+
+
+def _result_text(observation: AnyObservation, limit: int) -> str:
+    return truncate(observation_text(observation), limit)
+
+
+def _cached(cache: TextCache | None, event: Event, make: Callable[[], str]) -> str:
+    if cache is None:
+        return make()
+    hit = cache.get(event.id)
+    if hit is not None and hit[0] is event:
+        return hit[1]
+    text = make()
+    cache[event.id] = (event, text)
+    return text
+
+
+def _tool_call(event: ActionEvent | AgentErrorEvent, cache: TextCache | None = None) -> Message:
     if isinstance(event, ActionEvent):
-        arguments = json.dumps(tool_arguments(event.action, event.security_risk))
+        make = partial(_arguments_text, event.action, event.security_risk)
+        arguments = _cached(cache, event, make)
     else:
         arguments = event.arguments
     return {
@@ -129,9 +155,17 @@ def _tool_result(call_id: str, text: str) -> Message:
 
 
 def build_messages(
-    system: str, events: Iterable[Event], max_observation_chars: int = 0
+    system: str,
+    events: Iterable[Event],
+    max_observation_chars: int = 0,
+    cache: TextCache | None = None,
 ) -> list[Message]:
-    """The conversation for the next LLM call, from the system prompt and the events so far."""
+    """The conversation for the next LLM call, from the system prompt and the events so far.
+
+    With a `cache` (one per conversation and limit, kept between calls) each event's text is
+    made once instead of at every step. Fresh dicts are built every time all the same: the
+    caller (litellm) may change the messages it is given.
+    """
     messages: list[Message] = [{"role": "system", "content": system}]
     group: Message | None = None  # the assistant message collecting this reply's tool calls
     deferred: list[Message] = []  # answers to malformed calls, placed after the group
@@ -150,13 +184,14 @@ def build_messages(
                 messages.append(group)
             if isinstance(event, ActionEvent) and event.thought and not group["content"]:
                 group["content"] = event.thought
-            group["tool_calls"].append(_tool_call(event))
+            group["tool_calls"].append(_tool_call(event, cache))
             if isinstance(event, AgentErrorEvent):
                 text = f"ERROR: {event.content}"
                 deferred.append(_tool_result(event.tool_call_id, text))
         elif isinstance(event, ObservationEvent):
             close_group()
-            text = truncate(observation_text(event.observation), max_observation_chars)
+            make = partial(_result_text, event.observation, max_observation_chars)
+            text = _cached(cache, event, make)
             messages.append(_tool_result(event.tool_call_id, text))
         elif isinstance(event, MessageEvent):
             close_group()

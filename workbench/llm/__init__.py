@@ -11,6 +11,7 @@ from workbench.llm.client import (
     RetryHook,
     ToolCall,
     load_litellm,
+    prime_litellm,
     warm_up,
 )
 from workbench.llm.errors import ErrorKind, LLMError
@@ -24,5 +25,6 @@ __all__ = [
     "RetryHook",
     "ToolCall",
     "load_litellm",
+    "prime_litellm",
     "warm_up",
 ]

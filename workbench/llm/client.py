@@ -1,8 +1,14 @@
 """The LLM client: one `complete()` call per agent step, on litellm, with our own retry loop.
 
 litellm is imported lazily (its import costs seconds of CPU): on the first call, or earlier
-through `await warm_up()`, which imports it in a worker thread. Before the import we make it
-use its bundled price map (no network) and afterwards silence its stdout/stderr chatter.
+through `await warm_up()`, which imports it in a worker thread; `prime_litellm()` then does the
+lazy imports of a first call ahead of time. Before the import we make it use its bundled price
+map (no network) and afterwards silence its stdout/stderr chatter.
+OpenAI-style models (`openai/...`) go through litellm's own HTTP handler, as most other
+providers do, instead of the OpenAI SDK: the SDK walks every request's whole message history
+against its type hints (`_transform_recursive`), which cost 10-25 ms per call by step 50 of a
+session and grows with every step. `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=false` in the
+environment restores the SDK path.
 Retries (429, 5xx, timeouts, dropped connections) are ours, with exponential backoff, so they
 are counted per call (`LLMResponse.retries`) and can be shown as they happen (`on_retry`).
 """
@@ -11,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import threading
@@ -30,15 +37,34 @@ __all__ = [
     "RetryHook",
     "ToolCall",
     "load_litellm",
+    "prime_litellm",
     "warm_up",
 ]
 
 RetryHook = Callable[[LLMError, int, float], None]
 """Called before each retry with the error, the retry number (1-based) and the wait in s."""
 
-# Set early too, in case something else imports litellm first: its price map stays local.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# litellm reads this on every call: `openai/` models skip the OpenAI SDK (see above).
+_BASE_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+_LITELLM_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # its price map stays local: no network
+    _BASE_HANDLER_ENV: "true",
+}
+# Read once, at litellm's import, so set only for it (a local sandbox inherits our environment):
+# 0 stops litellm from copying every request's message history after each call to shorten
+# base64 images in its logging payload, which nothing here reads.
+_IMPORT_ONLY_ENV = {"MAX_BASE64_LENGTH_FOR_LOGGING": "0"}
 
+
+def _set_litellm_env() -> None:
+    for name, value in _LITELLM_ENV.items():
+        os.environ.setdefault(name, value)
+
+
+# Set early too, in case something else imports litellm first.
+_set_litellm_env()
+
+_SDK_PROVIDERS = frozenset({"azure", "text-completion-openai"})  # OpenAI SDK whatever the flag
 _litellm: Any = None
 _import_lock = threading.Lock()
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
@@ -49,16 +75,24 @@ def load_litellm() -> Any:
     global _litellm
     with _import_lock:
         if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+            _set_litellm_env()
+            added = [name for name in _IMPORT_ONLY_ENV if name not in os.environ]
+            os.environ.update({name: _IMPORT_ONLY_ENV[name] for name in added})
+            try:
+                import litellm
+            finally:
+                for name in added:
+                    os.environ.pop(name, None)
 
-            with contextlib.suppress(ImportError):  # the OpenAI SDK imports this on first use
-                import openai.resources.chat  # noqa: F401
+            if _openai_sdk_in_use():
+                _import_openai_resources()
 
             # Its own deprecation warnings would print over a TUI.
             warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
             litellm.suppress_debug_info = True
-            litellm.turn_off_message_logging = True
+            # `turn_off_message_logging` stays off: it only matters to logging callbacks, and we
+            # register none; turned on, litellm deep-copies every request's whole message
+            # history after each call to blank it out of a payload nothing reads.
             for name in _LITELLM_LOGGERS:
                 logger = logging.getLogger(name)
                 for handler in list(logger.handlers):
@@ -69,10 +103,49 @@ def load_litellm() -> Any:
     return _litellm
 
 
-async def warm_up() -> None:
-    """Import litellm in a worker thread so the first request does not pay for it."""
+def _openai_sdk_in_use() -> bool:
+    """Whether `openai/` models go through the OpenAI SDK (the flag above set to false)."""
+    return os.environ.get(_BASE_HANDLER_ENV, "").strip().lower() != "true"
+
+
+def _import_openai_resources() -> None:
+    """The OpenAI SDK's chat resources, which it would import on its first request (~0.5 s)."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module("openai.resources.chat")
+
+
+def prime_litellm(config: LLMConfig, tools: list[dict[str, Any]] | None = None) -> None:
+    """Do the lazy imports of litellm's first call now (blocking: call from a thread).
+
+    One offline mock completion with the client's own arguments (and `tools`, which pull in
+    more), then the tokenizer litellm's HTTP handler loads on its first request, and for the
+    providers that still use the OpenAI SDK (Azure) its chat resources. Without this the first
+    real call pays up to ~1 s. Failures are ignored: this is an optimisation only.
+    """
+    litellm = load_litellm()
+    try:
+        kwargs = LLMClient(config)._kwargs([{"role": "user", "content": "warm-up"}], tools)
+        kwargs["model"] = kwargs.get("model") or "openai/warm-up"
+        litellm.completion(**kwargs, mock_response="ok")
+        importlib.import_module("litellm._service_logger")
+        _ = importlib.import_module("litellm.main").encoding  # loads and caches the tokenizer
+        if config.model.split("/", 1)[0] in _SDK_PROVIDERS:
+            _import_openai_resources()
+    except Exception:
+        logging.getLogger(__name__).debug("priming litellm failed", exc_info=True)
+
+
+async def warm_up(
+    config: LLMConfig | None = None, tools: list[dict[str, Any]] | None = None
+) -> None:
+    """Import litellm in a worker thread so the first request does not pay for it.
+
+    With a config, prime it too (`prime_litellm`).
+    """
     if _litellm is None:
         await asyncio.to_thread(load_litellm)
+    if config is not None:
+        await asyncio.to_thread(prime_litellm, config, tools)
 
 
 @dataclass(frozen=True)

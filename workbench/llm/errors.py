@@ -28,6 +28,18 @@ RETRYABLE: Final = frozenset({"rate_limit", "server", "timeout", "connection"})
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)?:\s*|\w+Exception - )+")
 _MAX_DETAIL = 400
+# How a refused or dropped connection reads once litellm has wrapped it (as a 500): the OpenAI
+# SDK says "Connection error."; litellm's own HTTP handler passes on aiohttp's or httpx's words.
+_CONNECTION_SIGNS: Final = (
+    "connection error",
+    "cannot connect to host",
+    "connection refused",
+    "connect call failed",
+    "server disconnected",
+    "connection reset",
+)
+# A reply litellm could not read as a completion: its own HTTP handler / the OpenAI SDK's words.
+_INVALID_REPLY_SIGNS: Final = ("unable to get json response", "invalid response from llm endpoint")
 _SERVER_ERRORS: Final = frozenset(
     {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"}
 )
@@ -110,7 +122,7 @@ def classify(
             "llm.timeout_s if the model is slow.",
             status=status,
         )
-    if "APIConnectionError" in names or "connection error" in lowered:
+    if "APIConnectionError" in names or any(sign in lowered for sign in _CONNECTION_SIGNS):
         return LLMError(
             "connection",
             f"Cannot reach the LLM provider for {model}{where} ({detail}). Check your network "
@@ -156,6 +168,13 @@ def classify(
             "config",
             f"litellm cannot tell which provider serves {model!r}. Fix: write llm.model as "
             "provider/name, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5.",
+            status=status,
+        )
+    if any(sign in lowered for sign in _INVALID_REPLY_SIGNS):  # a 200 whose body is not JSON
+        return LLMError(
+            "server",
+            f"The LLM server for {model}{where} sent a reply that is not a chat completion "
+            f"({detail}). Try again later; check llm.base_url if it keeps happening.",
             status=status,
         )
     if (status or 0) >= 500 or names & _SERVER_ERRORS:
