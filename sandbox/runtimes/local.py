@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 SESSION_ENV = "SANDBOX_SESSION"
 READY_PREFIX = b"SANDBOX READY "
-_HIDDEN_PREFIXES = ("LLM_", "WORKBENCH_", "SANDBOX_")
+# The app's own settings (and those it gives its LLM library) are not the agent's business.
+_HIDDEN_PREFIXES = ("LLM_", "WORKBENCH_", "SANDBOX_", "LITELLM_", "EXPERIMENTAL_OPENAI_")
 _SECRET_WORDS = ("API_KEY", "APIKEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
