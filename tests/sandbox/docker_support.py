@@ -8,8 +8,10 @@ pytest-xdist workers share one build.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
+import tarfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -70,3 +72,15 @@ async def make_runtime(sandbox_image: str, tmp_path: Path) -> AsyncIterator[Make
     for runtime in runtimes:
         runtime.keep_alive = False
         await runtime.close()
+
+
+def import_image_without_python(docker_api: Any, tag: str) -> None:
+    """Make `tag` (name:latest) an image holding one file and no Python at all."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("etc/hostname")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"no\n"))
+    docker_api.api.import_image_from_data(
+        buffer.getvalue(), repository=tag.split(":")[0], tag="latest"
+    )

@@ -3,14 +3,12 @@ end the run with the sandbox-error exit code and a message saying what to do."""
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import BASE_IMAGE, docker_api, sandbox_image
+from docker_support import BASE_IMAGE, docker_api, import_image_without_python, sandbox_image
 from headless_harness import KEY, cli_env, finish, json_lines, run_cli
 
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -88,14 +86,7 @@ def test_base_image_without_python_is_a_sandbox_error(
     sandbox_image: str, docker_api: Any, tmp_path: Path
 ) -> None:
     tag = "workbench-test-headless-nopython:latest"
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo("etc/hostname")
-        info.size = 3
-        tar.addfile(info, io.BytesIO(b"no\n"))
-    docker_api.api.import_image_from_data(
-        buffer.getvalue(), repository=tag.split(":")[0], tag="latest"
-    )
+    import_image_without_python(docker_api, tag)
     try:
         with ScriptedLLMServer([finish()]) as server:
             env = _docker_env(tmp_path, server.base_url)

@@ -14,7 +14,14 @@ from typing import Any
 
 import docker.errors
 import pytest
-from docker_support import BASE_IMAGE, MakeRuntime, docker_api, make_runtime, sandbox_image
+from docker_support import (
+    BASE_IMAGE,
+    MakeRuntime,
+    docker_api,
+    import_image_without_python,
+    make_runtime,
+    sandbox_image,
+)
 
 from sandbox.protocol import (
     CmdOutputObservation,
@@ -236,14 +243,7 @@ async def test_unreachable_daemon_says_what_to_run(
 
 def test_base_image_without_python_is_refused(sandbox_image: str, docker_api: Any) -> None:
     tag = "workbench-test-nopython:latest"
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo("etc/hostname")
-        info.size = 3
-        tar.addfile(info, io.BytesIO(b"no\n"))
-    docker_api.api.import_image_from_data(
-        buffer.getvalue(), repository=tag.split(":")[0], tag="latest"
-    )
+    import_image_without_python(docker_api, tag)
     try:
         with pytest.raises(SandboxError, match="no working `python3`") as caught:
             ensure_image(tag)
