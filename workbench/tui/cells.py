@@ -118,13 +118,12 @@ def lexer_for_path(path: str) -> str:
 
 
 def _action_cell(event: ActionEvent) -> Cell:
+    # What the agent said beside the call is a cell of its own (`thought_cell`), not repeated here.
     key, act = f"e{event.id}", event.action
-    thought = event.thought.strip()
     if isinstance(act, CmdRunAction):
         icon = "⌨" if act.is_input else "$"
-        body = act.command if not thought else f"{thought}\n\n```bash\n{act.command}\n```"
-        fmt: BodyFormat = "markdown" if thought else "code"
-        return Cell(key, "action", icon, first_line(act.command) or "(empty)", body, fmt, "bash")
+        title = first_line(act.command) or "(empty)"
+        return Cell(key, "action", icon, title, act.command, "code", "bash")
     if isinstance(act, FileEditAction):
         title = f"{act.command} {act.path}"
         if act.command == "create" and act.file_text is not None:
@@ -136,11 +135,11 @@ def _action_cell(event: ActionEvent) -> Cell:
         if act.command == "insert":
             body = f"after line {act.insert_line}:\n{act.new_str or ''}"
             return Cell(key, "action", "✎", title, body, "text")
-        return Cell(key, "action", "✎", title, thought, "markdown")
+        return Cell(key, "action", "✎", title)
     if isinstance(act, IPythonAction):
         return Cell(key, "action", "In", first_line(act.code), act.code, "code", "python")
     if isinstance(act, BrowseAction):
-        return Cell(key, "action", "@", act.action, thought, "markdown")
+        return Cell(key, "action", "@", act.action)
     if isinstance(act, SetEnvAction):
         return Cell(key, "action", "$", f"set env {', '.join(sorted(act.env))}")
     if isinstance(act, ThinkAction):
