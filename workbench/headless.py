@@ -199,9 +199,7 @@ async def run_session(
         await warm
         llm = LLMClient(
             config.llm,
-            on_retry=lambda err, n, wait: printer.notice(
-                f"LLM {err.kind} error, retry {n} in {wait:.1f} s: {err}"
-            ),
+            on_retry=lambda err, n, wait: printer.notice(err.retry_notice(n, wait)),
         )
         controller = Controller(
             config, runtime, llm, session, workspace=info.workspace, executors=info.executors

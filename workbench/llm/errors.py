@@ -61,6 +61,10 @@ class LLMError(Exception):
         """Whether trying the same request again may succeed."""
         return self.kind in RETRYABLE
 
+    def retry_notice(self, retry: int, wait_s: float) -> str:
+        """What front ends show before retry number `retry` (1-based), `wait_s` from now."""
+        return f"LLM {self.kind} error, retry {retry} in {wait_s:.1f} s: {self}"
+
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (self.kind, str(self), self.status, self.retries))
 

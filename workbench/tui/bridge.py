@@ -150,9 +150,7 @@ class ControllerBackend:
         info = await self.runtime.info()
         llm = LLMClient(
             self.config.llm,
-            on_retry=lambda err, n, wait: self._notify(
-                f"LLM {err.kind} error, retry {n} in {wait:.1f} s: {err}", "warning"
-            ),
+            on_retry=lambda err, n, wait: self._notify(err.retry_notice(n, wait), "warning"),
         )
         controller = Controller(
             self.config,
