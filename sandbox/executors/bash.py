@@ -107,10 +107,6 @@ class BashExecutor:
         """The shell's working directory as of its latest prompt."""
         return None if self._closed else self._session.cwd
 
-    def interrupt(self) -> None:
-        """Send C-c to the running command now, without waiting for a running `execute`."""
-        self.send_input("C-c")
-
     def send_input(self, text: str) -> bool:
         """Type `text` (a line, or a key such as `C-c`) into the running command at once.
 

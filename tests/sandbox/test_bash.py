@@ -292,7 +292,7 @@ def test_registered_and_streamed_through_the_sandbox(tmp_path: Path) -> None:
 
 
 def test_interrupt_from_another_thread(shell: BashExecutor) -> None:
-    threading.Timer(0.5, shell.interrupt).start()
+    threading.Timer(0.5, shell.send_input, args=("C-c",)).start()
     obs = run(shell, "sleep 30")
     assert obs.exit_code == 130
 
