@@ -246,12 +246,21 @@ async def test_accounting_per_call_and_per_session(llm_server: Start) -> None:
 
 
 async def test_cost_of_a_model_litellm_knows(llm_server: Start) -> None:
+    usage = {"prompt_tokens": 1000, "completion_tokens": 1000}
     server = llm_server(
-        [{"text": "x", "usage": {"prompt_tokens": 1000, "completion_tokens": 1000}}]
+        [{"text": "x", "usage": usage}, {"stream": True, "text": "y", "usage": usage}]
     )
     client = client_for(server, model="openai/gpt-4o")
-    response = await client.complete(MESSAGES, TOOLS)
-    assert response.cost > 0 and client.totals.cost == response.cost
+    whole = await client.complete(MESSAGES, TOOLS)  # priced by litellm as it returns
+    client.config = client.config.model_copy(update={"stream": True})
+    streamed = await client.complete(MESSAGES, TOOLS)  # priced by us from the usage chunk
+    prompt_cost, completion_cost = load_litellm().cost_per_token(
+        model="openai/gpt-4o", prompt_tokens=1000, completion_tokens=1000
+    )
+    assert whole.cost > 0
+    assert whole.cost == pytest.approx(prompt_cost + completion_cost)
+    assert streamed.cost == pytest.approx(whole.cost)
+    assert client.totals.cost == pytest.approx(2 * whole.cost)
 
 
 async def test_no_model_is_a_config_error() -> None:

@@ -187,6 +187,7 @@ class _Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = ""
+    cost: float | None = None  # litellm's own price of this reply, when it computed one
 
 
 class LLMClient:
@@ -312,6 +313,11 @@ class LLMClient:
         if usage is not None:
             reply.prompt_tokens = usage.prompt_tokens
             reply.completion_tokens = usage.completion_tokens
+            # litellm prices every whole reply as it returns it; pricing it again costs a
+            # second lookup in its model map on each step.
+            priced = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+            if isinstance(priced, int | float) and not isinstance(priced, bool):
+                reply.cost = float(priced)
         if on_text is not None and reply.content:
             on_text(reply.content)
         return reply
@@ -402,7 +408,7 @@ class LLMClient:
             produced = reply.content + "".join(c.name + c.arguments for c in reply.calls)
             prompt = _count(litellm, self.model, messages=messages)
             completion = _count(litellm, self.model, text=produced)
-        cost = self._price(litellm, prompt, completion)
+        cost = reply.cost if reply.cost is not None else self._price(litellm, prompt, completion)
         self.calls += 1
         self._prompt_tokens += prompt
         self._completion_tokens += completion
