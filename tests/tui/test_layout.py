@@ -3,10 +3,19 @@ confirmation panel takes room, and a rejected command says it did not run."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
-from sandbox.protocol import CmdRunAction
-from workbench.events import ActionEvent, ConfirmationDecisionEvent, ConfirmationRequestEvent
+from conftest import make_config
+
+from sandbox.protocol import CmdOutputObservation, CmdRunAction, CommandFinished, OutputChunk
+from workbench.events import (
+    ActionEvent,
+    ConfirmationDecisionEvent,
+    ConfirmationRequestEvent,
+    ObservationEvent,
+)
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.shell import ShellPane
 
@@ -51,3 +60,73 @@ async def test_the_newest_shell_line_stays_in_view(
         await pilot.pause()
         assert _visible(app)[-1] == "(rejected: not run)"
         assert app.query_one(ShellPane).state == "rejected"
+
+
+async def test_streamed_lines_past_the_pane_end_keep_the_last_one_in_view(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    # Seen under tmux: when streamed output first grew one line past the pane, the scroll was
+    # clamped back and the command's last line ("hi") stayed hidden below.
+    command = "for i in 1 2 3; do echo line $i; sleep 0.3; done; bash hi.sh"
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.feed_event(
+            ActionEvent(
+                id=1,
+                tool_name="execute_bash",
+                tool_call_id="c1",
+                action=CmdRunAction(command=command),
+            )
+        )
+        await pilot.pause()
+        shell = app.query_one(ShellPane)
+        for seq, data in enumerate(["line 1\n", "line 2\n", "line 3\n", "hi\n"]):
+            shell.feed(OutputChunk(seq=seq, command=command, data=data))
+            await asyncio.sleep(0.08)  # one flush of the pane each
+        shell.feed(CommandFinished(seq=4, command=command, exit_code=0))
+        await asyncio.sleep(0.08)
+        app.feed_event(
+            ObservationEvent(
+                id=2,
+                cause=1,
+                tool_call_id="c1",
+                observation=CmdOutputObservation(
+                    command=command, content="line 1\nline 2\nline 3\nhi", exit_code=0
+                ),
+            )
+        )
+        await pilot.pause()
+        await pilot.pause()
+        assert len(shell.output.lines) - 1 > shell.output.scrollable_content_region.height
+        assert _visible(app)[-1] == "hi"
+
+
+async def test_the_elapsed_time_stops_when_the_task_ends_and_goes_on_with_the_next(
+    tmp_path: Path,
+) -> None:
+    from workbench.events import StateChangedEvent
+    from workbench.tui.app import create_app
+    from workbench.tui.widgets.status import StatusBar
+
+    now = [100.0]
+    app = create_app(
+        make_config(), None, clock=lambda: now[0], image_mode="halfcell", user_themes=tmp_path
+    )
+    async with app.run_test(size=(120, 24)) as pilot:
+        status = app.query_one(StatusBar)
+
+        def shown() -> str:
+            return str(status.render())
+
+        app.feed_event(StateChangedEvent(id=1, timestamp=0, state="running"))
+        now[0] = 165.0
+        await pilot.pause()
+        assert "01:05" in shown()
+        app.feed_event(StateChangedEvent(id=2, timestamp=0, state="finished"))
+        now[0] = 900.0  # the person reads the result for a long while
+        await pilot.pause()
+        assert "01:05" in shown()
+        app.feed_event(StateChangedEvent(id=3, timestamp=0, state="running"))  # a follow-up
+        now[0] = 910.0
+        await pilot.pause()
+        assert "01:15" in shown()

@@ -71,3 +71,34 @@ async def test_the_import_gets_a_short_switch_interval_then_the_old_one(
     await backend._load_llm()
     assert seen == [IMPORT_SWITCH_INTERVAL_S]
     assert sys.getswitchinterval() == before and backend._llm_ready.is_set()
+
+
+async def test_a_task_sent_during_start_up_says_it_waits_where_it_will_appear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.tui.widgets.conversation import ConversationView
+
+    backend = ControllerBackend(make_config())
+
+    async def start() -> None:  # readiness is set by hand below
+        pass
+
+    monkeypatch.setattr(backend, "start", start)
+    app = create_app(make_config(), backend, image_mode="halfcell", user_themes=tmp_path / "none")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"write hi.sh", "enter")  # typed at once, before any start-up work
+        await pilot.pause()
+        await pilot.pause()
+        view = app.query_one(ConversationView)
+        assert view.empty_text.startswith("Starting once the LLM client and the sandbox are")
+        assert view.empty_text.endswith("write hi.sh")
+        assert not app._notifications  # no toast over the input box and the status bar
+        backend._failed["sandbox"] = "the sandbox did not start: no bash"
+        backend._llm_ready.set()
+        backend._sandbox_ready.set()
+        for _ in range(50):
+            await pilot.pause()
+            if view.empty_text == ConversationView.empty_text:
+                break
+        assert view.empty_text == ConversationView.empty_text
+        assert [n.message for n in app._notifications] == ["the sandbox did not start: no bash"]

@@ -47,6 +47,7 @@ from workbench.tui.messages import (
     ProgressChanged,
     PromptSubmitted,
     ShellInputSubmitted,
+    TaskWaiting,
 )
 from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel
@@ -166,6 +167,7 @@ class WorkbenchApp(App[int]):
         if self.config is not None:
             status.set(model=self.config.llm.model, max_steps=self.config.agent.max_iterations)
         if self.backend is not None:
+            self.backend.attach(self)
             self.query_one(JupyterPane).loader = self.backend.load_artifact
             self.query_one(BrowserPane).loader = self.backend.load_artifact
             # After the first frames: litellm's import (a thread holding the GIL for long
@@ -177,7 +179,7 @@ class WorkbenchApp(App[int]):
 
     def _start_backend(self) -> None:
         if self.backend is not None:
-            self._background(self.backend.start(self), "backend")
+            self._background(self.backend.start(), "backend")
 
     def _apply_code_style(self) -> None:
         style = self.loaded_themes.pygments.get(
@@ -292,8 +294,14 @@ class WorkbenchApp(App[int]):
                     shell.output.append_marked("(rejected: not run)", "note")
         elif isinstance(event, StateChangedEvent) and account:
             status.set(state=event.state)
-            if event.state == "running" and status.data.started is None and live:
-                status.set(started=self.clock())
+            data = status.data
+            if event.state == "running" and live:
+                if data.started is None:
+                    status.set(started=self.clock())
+                elif data.ended is not None:  # a follow-up task: the clock goes on from there
+                    status.set(started=data.started + self.clock() - data.ended, ended=None)
+            elif event.state in ("finished", "error", "stopped") and data.started is not None:
+                status.set(ended=self.clock())
         elif isinstance(event, LLMCallEvent) and account:
             status.set(
                 prompt_tokens=status.data.prompt_tokens + event.prompt_tokens,
@@ -317,6 +325,10 @@ class WorkbenchApp(App[int]):
                 severity="error" if failed else "information",
                 timeout=10 if failed else 3,
             )
+
+    def on_task_waiting(self, message: TaskWaiting) -> None:
+        """A task waits for start-up: the conversation says so where it will appear."""
+        self.query_one(ConversationView).show_waiting_task(message.text)
 
     # ------------------------------------------------------------------ the person's input
 
@@ -417,7 +429,13 @@ class WorkbenchApp(App[int]):
         self.actions.clear()
         status = self.query_one(StatusBar)
         status.set(
-            steps=0, prompt_tokens=0, completion_tokens=0, cost=0.0, state="idle", started=None
+            steps=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost=0.0,
+            state="idle",
+            started=None,
+            ended=None,
         )
         if self.backend is not None:
             self._background(self.backend.new_session(), "backend")

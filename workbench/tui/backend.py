@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 class Backend(Protocol):
     """What the app drives: the controller, the runtime and the LLM behind one small surface."""
 
-    async def start(self, app: WorkbenchApp) -> None:
+    def attach(self, app: WorkbenchApp) -> None:
+        """Report to `app` from now on (called as it mounts, before `start` or any task)."""
+
+    async def start(self) -> None:
         """Load the LLM client and start the sandbox in the background, reporting progress."""
 
     async def submit(self, text: str) -> None:

@@ -65,9 +65,12 @@ class ControllerBackend:
         if self.app is not None:
             self.app.post_message(ProgressChanged(part, state, detail))
 
-    async def start(self, app: WorkbenchApp) -> None:
-        """Load litellm and start the sandbox, side by side, reporting progress."""
+    def attach(self, app: WorkbenchApp) -> None:
+        """Report to `app` from now on: a task typed before start-up ends is shown waiting."""
         self.app = app
+
+    async def start(self) -> None:
+        """Load litellm and start the sandbox, side by side, reporting progress."""
         await asyncio.gather(self._load_llm(), self._start_sandbox())
 
     async def _load_llm(self) -> None:
@@ -116,10 +119,13 @@ class ControllerBackend:
         if not self.config.llm.model:
             self._notify("No model set: open Settings (ctrl+s) and set one.", "error")
             return
-        if not (self._llm_ready.is_set() and self._sandbox_ready.is_set()):
-            self._notify("Waiting for the sandbox and the LLM client to be ready…")
+        waiting = not (self._llm_ready.is_set() and self._sandbox_ready.is_set())
+        if waiting:
+            self._post_waiting(text)
         await self._llm_ready.wait()
         await self._sandbox_ready.wait()
+        if waiting:
+            self._post_waiting("")
         if self._failed:
             self._notify("; ".join(self._failed.values()), "error")
             return
@@ -172,6 +178,12 @@ class ControllerBackend:
 
         if self.app is not None:
             self.app.post_message(EventArrived(event))
+
+    def _post_waiting(self, text: str) -> None:
+        from workbench.tui.messages import TaskWaiting
+
+        if self.app is not None:
+            self.app.post_message(TaskWaiting(text))
 
     def _notify(self, text: str, severity: str = "information") -> None:
         if self.app is not None:

@@ -30,6 +30,17 @@ class ProgressChanged(Message):
         self.detail = detail
 
 
+class TaskWaiting(Message):
+    """A task was sent before the LLM client and the sandbox were ready; it starts when they are.
+
+    `text` is empty once the wait is over (started, or start-up failed).
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
 class ConfirmationAnswered(Message):
     """The person answered the confirmation panel."""
 

@@ -18,6 +18,15 @@ class ConversationView(CellList):
         super().__init__(id=id)
         self.border_title = "conversation"
 
+    def show_waiting_task(self, task: str) -> None:
+        """Say that `task` starts once start-up is done ("" goes back to the usual hint)."""
+        if task:
+            first = task.strip().splitlines()[0] if task.strip() else task
+            self.empty_text = f"Starting once the LLM client and the sandbox are ready: {first}"
+        else:
+            self.empty_text = type(self).empty_text
+        self.refresh()
+
     def add_events(self, events: Iterable[Event], live: bool = True) -> None:
         """Append the cells of `events` (those the conversation shows)."""
         cells: list[Cell] = []

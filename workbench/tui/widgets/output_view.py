@@ -44,6 +44,7 @@ class OutputView(ScrollView, can_focus=True):
         """Complete lines appended since the start (dropped ones included)."""
         self.follow = True
         """Keep the last line in view as output arrives and when the view changes height."""
+        self._end_pending = False
 
     @property
     def line_count(self) -> int:
@@ -105,7 +106,17 @@ class OutputView(ScrollView, can_focus=True):
         if at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.follow = True
+            if not self._end_pending:
+                # The new size is laid out only at the next refresh (the vertical scrollbar may
+                # just have appeared), which can clamp the scroll above: go to the end again.
+                self._end_pending = True
+                self.call_after_refresh(self._scroll_to_end)
         self.refresh()
+
+    def _scroll_to_end(self) -> None:
+        self._end_pending = False
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         """Scrolling up stops following the end; scrolling back down resumes it."""

@@ -25,6 +25,8 @@ class StatusData:
     sandbox: str = "stopped"
     started: float | None = None
     """When the running task started (clock seconds), for the elapsed time."""
+    ended: float | None = None
+    """When it finished, stopped or failed: the elapsed time stands still from then on."""
 
 
 _SHORT_STATES = {"awaiting confirmation": "confirm?", "awaiting user": "your turn"}
@@ -93,7 +95,8 @@ class StatusBar(Widget):
         d = self.data
         step = f"{d.steps}/{d.max_steps}" if d.max_steps else str(d.steps)
         tokens = _tokens(d.prompt_tokens + d.completion_tokens)
-        elapsed = _elapsed(self.clock() - d.started) if d.started is not None else "--:--"
+        now = d.ended if d.ended is not None else self.clock()
+        elapsed = _elapsed(now - d.started) if d.started is not None else "--:--"
         state = d.state.replace("_", " ")
         state_style = "reverse" if d.state == "awaiting_confirmation" else ""
         if not compact:
