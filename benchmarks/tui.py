@@ -6,10 +6,17 @@ Prints progress lines, then ONE JSON object on its last line:
 - `key_latency_ms_p95_startup`: a key every 50 ms for the first 10 s, while litellm is imported
   and the local sandbox starts (the key's handler types into the input box).
 - `idle_rss_mb`: the whole process tree (app, sandbox server, its shell) after 10 s idle with
-  litellm loaded; `idle_rss_mb_by_process` splits it by process.
+  litellm loaded; `idle_rss_mb_by_process` splits it by process; `idle_pss_mb` is the same tree
+  with the pages its processes share (the interpreter, shared libraries) counted once.
 - `stream_lines_per_s`, `key_latency_ms_p95_while_streaming`: 100 000 lines into the shell pane.
 - `load_10k_events_s`, `rss_mb_10k_events`, `key_latency_ms_p95_10k_events`: a saved session
   of 10 000 events opened, then keys that move the cursor and redraw the visible rows.
+
+Baselines, measured in the same run on the same terminal size:
+- `baseline_textual_first_paint_s`, `baseline_textual_rss_mb`: a bare Textual app (one Static)
+  started the same way in a pty.
+- `baseline_litellm_rss_mb`: a bare Python process after `import litellm` (what "litellm
+  loaded" costs on its own), and `baseline_python_rss_mb`: the bare interpreter.
 
 Latency is measured as a person's key travels: from a thread (Textual reads keys in one) into
 the app's event loop, through the handler, back; waiting on the GIL counts.
@@ -57,6 +64,20 @@ def tree_rss_parts_mb(pid: int) -> dict[str, float]:
         except psutil.NoSuchProcess:
             continue
     return parts
+
+
+def tree_pss_mb(pid: int) -> float:
+    """Proportional memory of a process and its descendants: shared pages counted once."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            total += proc.memory_full_info().pss / 2**20
+        except psutil.NoSuchProcess:
+            continue
+    return total
 
 
 def _program(argv: list[str]) -> str:
@@ -131,6 +152,7 @@ def child_startup(out: Path, started: float, code: Path) -> None:
         parts = tree_rss_parts_mb(os.getpid())
         result["idle_rss_mb"] = round(sum(parts.values()), 1)
         result["idle_rss_mb_by_process"] = {name: round(mb, 1) for name, mb in parts.items()}
+        result["idle_pss_mb"] = round(tree_pss_mb(os.getpid()), 1)
         result["litellm_loaded"] = "litellm" in sys.modules
         result["compiled_copy"] = Path(str(sys.modules["workbench"].__file__)).is_relative_to(code)
         await app.action_quit()
@@ -142,6 +164,75 @@ def child_startup(out: Path, started: float, code: Path) -> None:
     app.call_after_refresh(painted)
     app.run()
     out.write_text(json.dumps(result))
+
+
+def child_bare_textual(out: Path, started: float) -> None:
+    """Run in a pty: a bare Textual app; write its first paint and its memory to `out`."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    result: dict[str, float] = {}
+
+    class Bare(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("hello")
+
+        def on_mount(self) -> None:
+            self.call_after_refresh(self.painted)
+
+        def painted(self) -> None:
+            result["baseline_textual_first_paint_s"] = round(time.time() - started, 3)
+            self.set_timer(2, self.measure)
+
+        def measure(self) -> None:
+            result["baseline_textual_rss_mb"] = round(tree_rss_mb(os.getpid()), 1)
+            self.exit()
+
+    Bare().run()
+    out.write_text(json.dumps(result))
+
+
+def _spawn_in_pty(args: list[str], out: Path) -> dict[str, Any]:
+    """Run this script with `args` in a 120x40 pty as a person's terminal would; read `out`."""
+    import pexpect
+
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    child = pexpect.spawn(
+        sys.executable,
+        [__file__, *args],
+        env=env,
+        dimensions=(40, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+    )
+    child.expect(pexpect.EOF, timeout=180)
+    child.close()
+    if not out.exists():
+        raise RuntimeError(f"the pty child {args[0]} failed: {child.before[-2000:]}")
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def bench_baselines() -> dict[str, Any]:
+    """The floor under our figures: a bare Textual app, a bare interpreter, bare litellm."""
+    import subprocess
+
+    out = Path(tempfile.mkdtemp(prefix="tui-bench-")) / "bare.json"
+    results = _spawn_in_pty(["--child-bare", str(out), str(time.time())], out)
+    rss = (
+        "import os; [print(int(line.split()[1]) / 1024) for line in open('/proc/self/status')"
+        " if line.startswith('VmRSS')]"
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    for key, code in (
+        ("baseline_python_rss_mb", rss),
+        ("baseline_litellm_rss_mb", "import litellm; " + rss),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
+        results[key] = round(float(done.stdout.split()[-1]), 1)
+    return results
 
 
 def installed_copy() -> Path:
@@ -168,29 +259,13 @@ def installed_copy() -> Path:
 
 def bench_startup() -> dict[str, Any]:
     """Start the app in a pty (as a person would) and collect the child's figures."""
-    import pexpect
-
     out = Path(tempfile.mkdtemp(prefix="tui-bench-")) / "startup.json"
     code = installed_copy()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     started = time.time()
-    child = pexpect.spawn(
-        sys.executable,
-        [__file__, "--child-startup", str(out), str(started), str(code)],
-        env=env,
-        dimensions=(40, 120),
-        encoding="utf-8",
-        codec_errors="replace",
-    )
     try:
-        child.expect(pexpect.EOF, timeout=180)
-        child.close()
+        return _spawn_in_pty(["--child-startup", str(out), str(started), str(code)], out)
     finally:
         shutil.rmtree(code, ignore_errors=True)
-    if not out.exists():
-        raise RuntimeError(f"the start-up child failed: {child.before[-2000:]}")
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
 
 
 # --------------------------------------------------------------------------- streaming
@@ -362,6 +437,8 @@ def main() -> None:
     results: dict[str, Any] = {}
     print("start-up in a pty (about 25 s) ...", flush=True)
     results |= bench_startup()
+    print("baselines: a bare Textual app, bare Python, bare litellm ...", flush=True)
+    results |= bench_baselines()
     print("streaming 100 000 lines ...", flush=True)
     results |= in_child("--child-stream")
     print("opening a 10 000-event session ...", flush=True)
@@ -374,6 +451,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child-startup":
         child_startup(Path(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--child-bare":
+        child_bare_textual(Path(sys.argv[2]), float(sys.argv[3]))
     elif len(sys.argv) > 1 and sys.argv[1].startswith("--child-"):
         run_child(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
     else:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,15 @@ def seed_script(workspace: Path) -> list[dict[str, Any]]:
         bash("bash hi.sh"),
         finish("hi.sh prints hi"),
     ]
+
+
+async def until(condition: Callable[[], object], within_s: float = 30.0) -> None:
+    """Poll `condition` until it holds; fail after `within_s` (generous: CI runs loaded)."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {within_s} s")
+        await asyncio.sleep(0.02)
 
 
 def cli_env(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from headless_harness import KEY, bash, create, finish, harness, seed_script
+from headless_harness import KEY, bash, create, finish, harness, seed_script, until
 
 from sandbox.protocol import CmdRunAction, StreamEvent
 from workbench.events import (
@@ -219,11 +219,7 @@ async def test_reply_without_tool_call_waits_for_the_user(tmp_path: Path) -> Non
     script = [{"text": "Which file?"}, finish("thanks")]
     async with harness(tmp_path, script) as h:
         task = asyncio.create_task(h.controller.run("edit the file"))
-        for _ in range(200):
-            if h.controller.state == "awaiting_user":
-                break
-            await asyncio.sleep(0.02)
-        assert h.controller.state == "awaiting_user"
+        await until(lambda: h.controller.state == "awaiting_user")
         h.controller.send_message("a.txt")
         result = await asyncio.wait_for(task, 30)
     assert result.status == "success"
@@ -239,11 +235,7 @@ async def test_queued_message_reaches_the_next_call_and_pause_resume(tmp_path: P
         await asyncio.sleep(0.2)
         h.controller.send_message("also add a README")
         h.controller.pause()
-        for _ in range(200):
-            if h.controller.state == "paused":
-                break
-            await asyncio.sleep(0.02)
-        assert h.controller.state == "paused"
+        await until(lambda: h.controller.state == "paused")
         assert len(h.server.requests) == 1
         h.controller.resume()
         result = await asyncio.wait_for(task, 30)
@@ -267,10 +259,7 @@ async def test_stop_interrupts_the_running_command(tmp_path: Path) -> None:
     async with harness(tmp_path, [bash("sleep 30; touch late"), finish()]) as h:
         h.controller.config.sandbox.soft_timeout_s = 25
         task = asyncio.create_task(h.controller.run("go"))
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if kinds(h.controller.events, ActionEvent):
-                break
+        await until(lambda: kinds(h.controller.events, ActionEvent))
         await asyncio.sleep(0.5)
         h.controller.stop("user pressed stop")
         result = await asyncio.wait_for(task, 10)
