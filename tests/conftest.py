@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,3 +38,16 @@ def llm_server() -> Iterator[Callable[..., ScriptedLLMServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under `scripts/test` (WORKBENCH_TEST_NO_SKIPS=1), which installs every part the suite
+    needs, a test skipped for a missing part (Chromium, bubblewrap, Docker) fails instead."""
+    outcome = yield
+    report = outcome.get_result()
+    strict = os.environ.get("WORKBENCH_TEST_NO_SKIPS") == "1"
+    if strict and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped where every part should be installed: {reason}"
