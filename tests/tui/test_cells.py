@@ -50,6 +50,20 @@ def test_output_line_count_does_not_count_the_final_newline() -> None:
     assert title("") == "exit 0 · 0 lines"
 
 
+def test_a_failed_command_is_titled_by_its_last_line() -> None:
+    from sandbox.protocol import CmdOutputObservation
+    from workbench.events import ObservationEvent
+
+    obs = CmdOutputObservation(
+        command="bash hi.sh; ls /nope",
+        content="hello\nls: cannot access '/nope': No such file or directory\n",
+        exit_code=2,
+    )
+    cell = cell_for_event(ObservationEvent(id=3, cause=2, tool_call_id="c", observation=obs))
+    assert cell is not None and cell.role == "error"
+    assert cell.title == "exit 2 · 2 lines · ls: cannot access '/nope': No such file or directory"
+
+
 def test_finish_shows_its_message_once_and_the_state_line_stays_one_line() -> None:
     from workbench.events import FinishAction, StateChangedEvent
 
@@ -73,3 +87,26 @@ def test_markdown_titles_are_plain() -> None:
     assert plain_line("## Summary\nmore") == "Summary"
     assert plain_line("see [the docs](https://x.y/z)") == "see the docs"
     assert plain_line("edit `__init__.py`, 2 * 3") == "edit __init__.py, 2 * 3"
+
+
+def test_a_failed_jupyter_cell_is_titled_by_its_error_not_its_first_output() -> None:
+    from sandbox.protocol import IPythonObservation
+    from workbench.events import ObservationEvent
+
+    traceback = (
+        "3.141592653589793\n"
+        "\x1b[0;31m-------------------------------------------------------\x1b[0m\n"
+        "ZeroDivisionError                         Traceback (most recent call last)\n"
+        "----> 3 1/0\n\n"
+        "\x1b[0;31mZeroDivisionError\x1b[0m: division by zero\n"
+    )
+
+    def cell(obs: IPythonObservation) -> tuple[str, str, str]:
+        made = cell_for_event(ObservationEvent(id=3, cause=2, tool_call_id="c", observation=obs))
+        assert made is not None
+        return made.role, made.icon, made.title
+
+    failed = IPythonObservation(code="1/0", content=traceback, error=True)
+    assert cell(failed) == ("error", "✗", "ZeroDivisionError: division by zero")
+    ok = IPythonObservation(code="print(1)", content="1\n")
+    assert cell(ok) == ("observation", "Out", "1")

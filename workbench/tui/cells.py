@@ -105,6 +105,14 @@ def first_line(text: str, limit: int = 200) -> str:
     return ""
 
 
+def last_line(text: str, limit: int = 200) -> str:
+    """The last non-empty line of `text`, cut to `limit` characters."""
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
+
+
 def plain_line(text: str, limit: int = 200) -> str:
     """The first line of Markdown `text` as a title: no `**`, backticks, heading marks or
     link targets."""
@@ -170,7 +178,9 @@ def _observation_cell(event: ObservationEvent) -> Cell | None:
         else:
             icon, state = ("✓" if obs.exit_code == 0 else "✗"), f"exit {obs.exit_code}"
         role: Role = "observation" if obs.exit_code in (0, -1) else "error"
-        title = f"{state} · {lines} line{'s' if lines != 1 else ''} · {first_line(content, 120)}"
+        # A failing command usually says why on its last line; other output starts the title.
+        shown = last_line(content, 120) if role == "error" else first_line(content, 120)
+        title = f"{state} · {lines} line{'s' if lines != 1 else ''} · {shown}"
         return Cell(key, role, icon, title.rstrip(" ·"), content, "text")
     if isinstance(obs, FileEditObservation):
         title = f"{obs.command} {obs.path}"
@@ -178,10 +188,13 @@ def _observation_cell(event: ObservationEvent) -> Cell | None:
             return Cell(key, "observation", "✓", title, obs.diff, "code", "diff")
         return Cell(key, "observation", "✓", title, obs.content, "text")
     if isinstance(obs, IPythonObservation):
-        role = "error" if obs.error else "observation"
+        content = strip_ansi(obs.content)
         extra = f" · {len(obs.images)} image(s)" if obs.images else ""
-        title = (first_line(strip_ansi(obs.content)) or "(no output)") + extra
-        return Cell(key, role, "Out", title, strip_ansi(obs.content), "text")
+        if obs.error:  # a traceback ends with what went wrong: that is the title
+            title = (last_line(content) or "the cell failed") + extra
+            return Cell(key, "error", "✗", title, content, "text")
+        title = (first_line(content) or "(no output)") + extra
+        return Cell(key, "observation", "Out", title, content, "text")
     if isinstance(obs, BrowseObservation):
         if obs.error:
             return Cell(key, "error", "@", f"{obs.action}: {first_line(obs.error)}", obs.error)
