@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping
@@ -28,7 +29,11 @@ REDACTED = "***"
 MIN_SECRET_LEN = 6
 """Shorter values are not scrubbed: replacing "x" everywhere would wreck the log, not hide much."""
 
-_SECRET_KEY_WORDS = ("api_key", "apikey", "token", "secret", "password")
+_SECRET_KEY_WORDS = frozenset(
+    {"key", "keys", "apikey", "token", "secret", "secrets", "password", "passwd", "credentials"}
+)
+"""A config key holding one of these words (split at `_`, `-`, `.`) is a secret; `max_tokens`
+is a count, not a token."""
 
 
 class SessionHeader(BaseModel):
@@ -69,7 +74,7 @@ def redact(data: Any) -> Any:
     if isinstance(data, Mapping):
         out: dict[str, Any] = {}
         for key, value in data.items():
-            secret = any(word in str(key).lower() for word in _SECRET_KEY_WORDS)
+            secret = not _SECRET_KEY_WORDS.isdisjoint(re.split(r"[_.\-]", str(key).lower()))
             out[str(key)] = REDACTED if secret and value not in (None, "") else redact(value)
         return out
     if isinstance(data, list | tuple):

@@ -100,14 +100,16 @@ def test_secret_values_are_scrubbed_from_every_line(tmp_path: Path) -> None:
 
 def test_redact_masks_secret_looking_keys() -> None:
     data = {
-        "llm": {"api_key": "abc", "model": "m"},
-        "remote": {"token": "t"},
-        "list": [{"password": "p"}],
+        "llm": {"api_key": "abc", "model": "m", "max_output_tokens": 4096},
+        "remote": {"token": "t", "x-api-key": "k", "apiKey": "k2"},
+        "budget": {"max_tokens": 1000},
+        "list": [{"password": "p", "keep_alive": True}],
     }
     assert redact(data) == {
-        "llm": {"api_key": "***", "model": "m"},
-        "remote": {"token": "***"},
-        "list": [{"password": "***"}],
+        "llm": {"api_key": "***", "model": "m", "max_output_tokens": 4096},
+        "remote": {"token": "***", "x-api-key": "***", "apiKey": "***"},
+        "budget": {"max_tokens": 1000},  # counts of tokens are no secret
+        "list": [{"password": "***", "keep_alive": True}],
     }
 
 
