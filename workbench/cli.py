@@ -191,24 +191,28 @@ def _sessions_command(argv: Sequence[str]) -> int:
 
     from workbench.config import ConfigError, load_config
     from workbench.headless import sessions_dir_of
-    from workbench.session_log import list_sessions
+    from workbench.session_log import list_summaries
 
     try:
         config = load_config(args.config and _path(args.config))
     except ConfigError as exc:
         return _fail(str(exc))
     directory = sessions_dir_of(config)
-    headers = list_sessions(directory) if directory.is_dir() else []
-    for header in headers:
+    summaries = list_summaries(directory) if directory.is_dir() else []
+    for summary in summaries:
+        header = summary.header
         if args.json:
             row = {"session_id": header.session_id, "created": header.created}
             row |= {"model": header.model, "workspace": header.workspace}
-            row["log"] = str(directory / f"{header.session_id}.jsonl")
+            row |= {"task": summary.task, "state": summary.state, "log": str(summary.path)}
             print(json.dumps(row, separators=(",", ":")))
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
-            print(f"{header.session_id}  {when}  {header.model}  {header.workspace}")
-    if not headers and not args.json:
+            task = " ".join(summary.task.split())
+            task = task if len(task) <= 60 else task[:59] + "…"
+            state = summary.state or "-"
+            print(f"{header.session_id}  {when}  {state:<10}  {header.model}  {task}")
+    if not summaries and not args.json:
         print(f"no sessions in {directory}")
     return 0
 

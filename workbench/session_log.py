@@ -261,14 +261,62 @@ def load(path: Path) -> tuple[SessionHeader, list[Event]]:
     return loaded.header, loaded.events
 
 
-def list_sessions(directory: Path) -> list[SessionHeader]:
-    """Headers of the logs in `directory`, newest first (unreadable files are left out)."""
-    headers: list[SessionHeader] = []
+_ENDED_STATES = frozenset({"finished", "error", "stopped"})
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One line of a session list: the header, the first task, and how the session ended."""
+
+    path: Path
+    header: SessionHeader
+    task: str
+    """The first message the person sent ("" if the log has none)."""
+    state: str
+    """The last agent state recorded: finished, error or stopped; "unfinished" if the log
+    stops in another state (still running, or its process was killed); "" if none."""
+
+
+def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> SessionSummary:
+    """Summarize a log from its first lines and its last bytes (not the whole file)."""
+    with Path(path).open("rb") as stream:
+        header = SessionHeader.model_validate_json(stream.readline())
+        task = ""
+        for _ in range(head_lines):
+            line = stream.readline()
+            if not line:
+                break
+            event = _json_object(line)
+            if event.get("kind") == "message" and event.get("source") == "user":
+                task = str(event.get("text", ""))
+                break
+        size = stream.seek(0, os.SEEK_END)
+        stream.seek(max(0, size - tail_bytes))
+        tail = stream.read().split(b"\n")
+    state = ""
+    for line in reversed(tail):
+        event = _json_object(line)
+        if event.get("kind") == "state":
+            last = str(event.get("state", ""))
+            state = last if last in _ENDED_STATES else "unfinished"
+            break
+    return SessionSummary(Path(path), header, task, state)
+
+
+def _json_object(line: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:  # a partial line (cut by the tail read, or by a kill)
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def list_summaries(directory: Path) -> list[SessionSummary]:
+    """Summaries of the logs in `directory`, newest first (unreadable files are left out)."""
+    summaries: list[SessionSummary] = []
     for path in sorted(directory.glob("*.jsonl"), reverse=True):
         try:
-            with path.open("rb") as stream:
-                first = stream.readline()
-            headers.append(SessionHeader.model_validate_json(first))
+            summaries.append(summarize(path))
         except (OSError, ValidationError):
             continue
-    return headers
+    return summaries

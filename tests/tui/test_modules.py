@@ -102,3 +102,35 @@ async def test_a_task_sent_during_start_up_says_it_waits_where_it_will_appear(
                 break
         assert view.empty_text == ConversationView.empty_text
         assert [n.message for n in app._notifications] == ["the sandbox did not start: no bash"]
+
+
+async def test_the_session_picker_shows_each_task_and_how_it_ended(tmp_path: Path) -> None:
+    from textual.widgets import OptionList
+
+    from workbench.events import MessageEvent, StateChangedEvent
+    from workbench.session_log import SessionLog, make_header
+    from workbench.tui.widgets.conversation import ConversationView
+
+    config = make_config()
+    config.session.dir = str(tmp_path / "sessions")
+    for sid, task, end in (
+        ("20260101-000000-aaaaaa", "write hi.sh", "finished"),
+        ("20260102-000000-bbbbbb", "fix the flaky test\nthen push", "stopped"),
+    ):
+        log = SessionLog.create(tmp_path / "sessions", make_header(sid, "/w", "openai/m"))
+        log.append(MessageEvent(id=1, source="user", text=task))
+        log.append(StateChangedEvent(id=2, state=end))  # type: ignore[arg-type]
+        log.close()
+    app = create_app(config, None, image_mode="halfcell", user_themes=tmp_path / "none")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        options = app.screen.query_one(OptionList)
+        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert shown[0].startswith("fix the flaky test then push\n")
+        assert "stopped" in shown[0] and "openai/m" in shown[0]
+        assert shown[1].startswith("write hi.sh\n") and "finished" in shown[1]
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        conversation = app.query_one(ConversationView)
+        assert [cell.title for cell in conversation.cells][:1] == ["write hi.sh"]

@@ -298,11 +298,19 @@ def test_sessions_command_lists_saved_sessions(tmp_path: Path) -> None:
     env = cli_env(tmp_path, "http://127.0.0.1:9/v1")
     empty = run_cli(["sessions"], env, tmp_path)
     assert empty.returncode == 0 and "no sessions" in empty.stdout
+    from workbench.events import MessageEvent, StateChangedEvent
+
     sessions = tmp_path / "data" / "sessions"
-    for sid in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb"):
-        SessionLog.create(sessions, make_header(sid, "/w", MODEL)).close()
+    for sid, task in (("20260101-000000-aaaaaa", "first"), ("20260102-000000-bbbbbb", "second")):
+        log = SessionLog.create(sessions, make_header(sid, "/w", MODEL))
+        log.append(MessageEvent(id=1, source="user", text=f"the {task} task"))
+        log.append(StateChangedEvent(id=2, state="finished"))
+        log.close()
     listed = run_cli(["sessions", "--json"], env, tmp_path)
-    assert [row["session_id"] for row in json_lines(listed.stdout)] == [
-        "20260102-000000-bbbbbb",
-        "20260101-000000-aaaaaa",
+    rows = json_lines(listed.stdout)
+    assert [(row["session_id"], row["task"], row["state"]) for row in rows] == [
+        ("20260102-000000-bbbbbb", "the second task", "finished"),
+        ("20260101-000000-aaaaaa", "the first task", "finished"),
     ]
+    plain = run_cli(["sessions"], env, tmp_path).stdout.splitlines()
+    assert plain[0].startswith("20260102-000000-bbbbbb") and plain[0].endswith("the second task")

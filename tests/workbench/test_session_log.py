@@ -19,12 +19,13 @@ from workbench.session_log import (
     SessionHeader,
     SessionLog,
     SessionLogError,
-    list_sessions,
+    list_summaries,
     load,
     make_header,
     new_session_id,
     read,
     redact,
+    summarize,
 )
 
 SECRET = "sk-test-SECRET-123456"
@@ -155,12 +156,33 @@ def test_payloads_live_beside_the_log(tmp_path: Path) -> None:
     log.close()
 
 
-def test_list_sessions_newest_first(tmp_path: Path) -> None:
+def test_list_summaries_newest_first_with_task_and_end(tmp_path: Path) -> None:
     for stamp in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb"):
         SessionLog.create(tmp_path, _header(stamp)).close()
     (tmp_path / "junk.jsonl").write_text("nope\n")
-    ids = [h.session_id for h in list_sessions(tmp_path)]
-    assert ids == ["20260102-000000-bbbbbb", "20260101-000000-aaaaaa"]
+    summaries = list_summaries(tmp_path)
+    assert [s.header.session_id for s in summaries] == [
+        "20260102-000000-bbbbbb",
+        "20260101-000000-aaaaaa",
+    ]
+    assert (summaries[0].task, summaries[0].state) == ("", "")
+
+
+def test_summary_reads_the_first_task_and_the_last_state_only(tmp_path: Path) -> None:
+    log = SessionLog.create(tmp_path, _header())
+    log.append(StateChangedEvent(id=1, state="running"))
+    log.append(MessageEvent(id=2, source="agent", text="not the task"))
+    log.append(MessageEvent(id=3, source="user", text="fix the tests"))
+    for i in range(4, 40):  # more than the tail read holds
+        log.append(MessageEvent(id=i, source="agent", text="z" * 4000))
+    log.append(StateChangedEvent(id=40, state="stopped", reason="user pressed stop"))
+    log.close()
+    summary = summarize(log.path, tail_bytes=8192)
+    assert (summary.task, summary.state) == ("fix the tests", "stopped")
+    with log.path.open("a") as stream:  # resumed, then killed mid-line
+        stream.write(StateChangedEvent(id=41, state="running").model_dump_json() + "\n")
+        stream.write('{"kind": "state", "id": 42, "st')
+    assert summarize(log.path).state == "unfinished"
 
 
 _WRITER = """

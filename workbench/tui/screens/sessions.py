@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -25,18 +26,23 @@ class SessionPicker(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         """The list (or a line saying there is none)."""
-        from workbench.session_log import list_sessions
+        from workbench.session_log import list_summaries
 
-        headers = list_sessions(self.directory) if self.directory.is_dir() else []
+        summaries = list_summaries(self.directory) if self.directory.is_dir() else []
         with Vertical(id="sessions"):
             yield Static(f"Saved sessions in {self.directory}", id="sessions-title", markup=False)
-            if not headers:
+            if not summaries:
                 yield Static("No saved sessions yet.", markup=False)
                 return
             options = []
-            for header in headers:
+            for summary in summaries:
+                header = summary.header
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
-                text = f"{when}  {header.model or '-'}  {header.workspace}"
+                task = " ".join(summary.task.split()) or "(no task)"
+                text = Text(no_wrap=True, overflow="ellipsis")
+                text.append(task, style="bold")
+                text.append(f"\n{when}  {summary.state or '-'}  {header.model or '-'}", "dim")
+                text.append(f"  {header.workspace}", "dim")
                 options.append(Option(text, id=header.session_id))
             yield OptionList(*options, id="sessions-list")
 
