@@ -193,9 +193,12 @@ class SecurityConfig(Section):
     headless_on_confirm: HeadlessOnConfirm = "reject"
     """Headless, with no one to ask: "approve", "reject" (and tell the agent) or "stop"."""
     allow: list[str] = Field(default_factory=list)
-    """Rules for actions that run without asking (saved by "always allow" in the TUI)."""
+    """Rules for actions that run without asking (saved by "always allow" in the TUI): globs,
+    optionally for one kind only ("run:git status*", "edit:/work/*", "ipython:*", "browse:*").
+    A shell line runs without asking only if each command in it (split at ; && || | &) does."""
     deny: list[str] = Field(default_factory=list)
-    """Rules for actions that are always rejected."""
+    """Rules for actions that are always rejected; on a shell line, any one command matching
+    rejects the line."""
 
     @field_validator("risk_threshold", mode="before")
     @classmethod

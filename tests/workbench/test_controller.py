@@ -16,6 +16,7 @@ from sandbox.protocol import CmdRunAction, StreamEvent
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
+    ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
@@ -204,6 +205,27 @@ async def test_rejected_action_never_reaches_the_sandbox(tmp_path: Path) -> None
     assert isinstance(obs, RejectedObservation) and "not today" in obs.content
     assert "awaiting_confirmation" in states(h.controller.events)
     assert "not today" in h.server.requests[1]["messages"][-1]["content"]
+
+
+async def test_an_allow_rule_lets_a_risky_action_through_and_the_log_says_which(
+    tmp_path: Path,
+) -> None:
+    asked: list[ConfirmationRequestEvent] = []
+
+    async def ask(action: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
+        asked.append(request)
+        return Decision("reject", "test", "should not be asked")
+
+    script = [bash("rm -rf build && echo cleaned", "HIGH"), bash("echo ok"), finish()]
+    allow = ["run:rm -rf build", "run:echo *"]
+    async with harness(tmp_path, script, confirm=ask, security__allow=allow) as h:
+        result = await h.controller.run("go")
+    assert result.status == "success" and not asked
+    decisions = kinds(h.controller.events, ConfirmationDecisionEvent)
+    rule = "allow:run:rm -rf build, allow:run:echo *"  # each command of the line, its rule
+    assert [(d.approved, d.rule) for d in decisions] == [(True, rule)]
+    assert decisions[0].cause == kinds(h.controller.events, ActionEvent)[0].id
+    assert ConfirmationDecisionEvent in {type(e) for e in read(h.session.path).events}
 
 
 async def test_stop_verdict_ends_the_run_as_rejected(tmp_path: Path) -> None:

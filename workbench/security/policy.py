@@ -4,10 +4,18 @@ Order: a `deny` rule rejects without asking; an `allow` rule runs without asking
 `security.confirmation` decides ("always", "risky" at or above `risk_threshold`, "never").
 A rule is a glob on the action's text, optionally limited to one kind with a prefix:
 `run:git status*` (shell command), `edit:/work/*` (editor path), `ipython:*`, `browse:*`.
+
+A shell command line is judged command by command: `git status; rm -rf ~` is split at `;`,
+`&&`, `||`, `|`, `&`, parentheses and newlines, a deny rule matching any part rejects the line,
+and allow rules let it through only when every part is allowed, so `run:git status*` does not
+let a chained command ride along. A line with a substitution (`$( )`, backticks, `<( )`) is
+allowed only by a rule without wildcards that matches it exactly (what "always allow" saves).
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -46,7 +54,8 @@ class PolicyCheck:
     rule: str
     """The rule or policy that decided, e.g. `deny:rm *` or `confirmation=risky (HIGH)`."""
     decision: Decision | None = None
-    """Set when a rule decided without asking (a deny rule rejects)."""
+    """Set when a rule decided without asking: a deny rule rejects; an allow rule approves an
+    action that would otherwise have been asked about."""
 
 
 def action_text(action: AnyAction) -> tuple[str, str]:
@@ -62,23 +71,96 @@ def action_text(action: AnyAction) -> tuple[str, str]:
     return "", ""
 
 
-def rule_matches(rule: str, action: AnyAction) -> bool:
-    """True when the `[kind:]glob` rule matches `action`."""
-    kind, text = action_text(action)
-    if not kind:
-        return False
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")"})
+_SUBSTITUTIONS = ("$(", "`", "<(", ">(")
+_ESCAPED_GLOB = re.compile(r"\[[*?\[]\]")
+
+
+def _pattern(rule: str, kind: str) -> str | None:
+    """The glob of a `[kind:]glob` rule when it applies to actions of `kind`."""
     prefix, sep, pattern = rule.partition(":")
     if sep and prefix in RULE_KINDS:
-        if prefix != kind:
-            return False
-    else:
-        pattern = rule
-    return fnmatchcase(text.strip(), pattern.strip())
+        return pattern.strip() if prefix == kind else None
+    return rule.strip()
+
+
+def _literal(pattern: str) -> bool:
+    return not any(c in _ESCAPED_GLOB.sub("", pattern) for c in "*?[")
+
+
+def rule_matches(rule: str, action: AnyAction) -> bool:
+    """True when the `[kind:]glob` rule matches the whole text of `action`."""
+    kind, text = action_text(action)
+    pattern = _pattern(rule, kind) if kind else None
+    return pattern is not None and fnmatchcase(text.strip(), pattern)
+
+
+def simple_commands(command: str) -> list[str] | None:
+    """The simple commands of a shell line, each as text; None when it cannot be split safely
+    (a substitution runs commands of its own; an unclosed quote)."""
+    if any(mark in command for mark in _SUBSTITUTIONS):
+        return None
+    parts: list[str] = []
+    for line in command.splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        words: list[str] = []
+        try:
+            tokens = list(lexer)
+        except ValueError:
+            return None
+        for token in [*tokens, ";"]:
+            if token in _SEPARATORS or (set(token) <= set(";&|()") and token):
+                if words:
+                    parts.append(" ".join(words))
+                words = []
+            else:
+                words.append(token)
+    return parts
 
 
 def first_match(rules: Iterable[str], action: AnyAction) -> str | None:
-    """The first rule that matches `action`, if any."""
+    """The first rule that matches `action` as a whole, if any."""
     return next((rule for rule in rules if rule_matches(rule, action)), None)
+
+
+def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
+    """The deny rule that matches `action`, or any one command of a shell line."""
+    rules = list(rules)
+    found = first_match(rules, action)
+    if found is not None or not isinstance(action, CmdRunAction):
+        return found
+    for part in simple_commands(action.command) or []:
+        found = first_match(rules, CmdRunAction(command=part))
+        if found is not None:
+            return found
+    return None
+
+
+def allowed_by(rules: Iterable[str], action: AnyAction) -> list[str]:
+    """The allow rules that let `action` run without asking (one per command of a shell line
+    where it takes several); empty when it is not allowed."""
+    rules = list(rules)
+    if not isinstance(action, CmdRunAction):
+        found = first_match(rules, action)
+        return [found] if found is not None else []
+    whole = [rule for rule in rules if rule_matches(rule, action)]
+    exact = [rule for rule in whole if _literal(_pattern(rule, "run") or "*")]
+    if exact:
+        return exact[:1]
+    parts = simple_commands(action.command)
+    if parts is None:
+        return []
+    if len(parts) == 1:
+        return whole[:1]
+    used: list[str] = []
+    for part in parts:
+        found = first_match(rules, CmdRunAction(command=part))
+        if found is None:
+            return []
+        used.append(found)
+    return list(dict.fromkeys(used))
 
 
 def check(
@@ -93,17 +175,28 @@ def check(
     if declared is not None and at_least(declared, found.level) and declared != "LOW":
         reasons.insert(0, f"the agent declared {declared}")
     reason = "; ".join(reasons)
-    denied = first_match(config.deny, action)
+    denied = denied_by(config.deny, action)
     if denied is not None:
-        decision = Decision("reject", f"deny:{denied}", f"matches the deny rule {denied!r}")
-        return PolicyCheck(risk, reason, False, decision.rule, decision)
-    allowed = first_match(config.allow, action)
-    if allowed is not None:
-        return PolicyCheck(risk, reason, False, f"allow:{allowed}")
+        reject = Decision("reject", f"deny:{denied}", f"matches the deny rule {denied!r}")
+        return PolicyCheck(risk, reason, False, reject.rule, reject)
     policy = config.confirmation
+    would_ask = policy == "always" or (policy == "risky" and at_least(risk, config.risk_threshold))
+    allowed = allowed_by(config.allow, action)
+    if allowed:
+        rule = ", ".join(f"allow:{name}" for name in allowed)
+        names = ", ".join(map(repr, allowed))
+        why = (
+            f"matches the allow rule {names}"
+            if len(allowed) == 1
+            else f"each of its commands matches an allow rule ({names})"
+        )
+        # Recorded only where someone would have been asked: the log then says which rule
+        # let a risky action through.
+        approve = Decision("approve", rule, why) if would_ask else None
+        return PolicyCheck(risk, reason, False, rule, approve)
     if policy == "always":
         return PolicyCheck(risk, reason, True, "confirmation=always")
-    if policy == "risky" and at_least(risk, config.risk_threshold):
+    if would_ask:
         rule = f"confirmation=risky (risk {risk} >= {config.risk_threshold})"
         return PolicyCheck(risk, reason, True, rule)
     return PolicyCheck(risk, reason, False, f"confirmation={policy}")
