@@ -6,6 +6,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import make_config
 
 from workbench.tui.app import WorkbenchApp, create_app
@@ -37,6 +38,25 @@ async def test_settings_save_keeps_comments_and_is_private(tmp_path: Path) -> No
     assert 'api_key = "sk-secret-123456"' in text
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert config.llm.model == "openai/new-model"
+
+
+async def test_settings_say_when_the_environment_wins_over_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from textual.widgets import Static
+
+    app = create_app(make_config(), None, image_mode="halfcell", user_themes=tmp_path / "none")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+s")
+        assert not app.screen.query("#settings-env")  # nothing set: no note
+        await pilot.press("escape")
+        monkeypatch.setenv("LLM_MODEL", "openai/from-env")
+        monkeypatch.setenv("LLM_API_KEY", "sk-env")
+        monkeypatch.setenv("LLM_BASE_URL", "  ")  # blank counts as unset
+        await pilot.press("ctrl+s")
+        note = str(app.screen.query_one("#settings-env", Static).render())
+    assert note.startswith("Set in your environment: LLM_MODEL, LLM_API_KEY.")
+    assert "wins over the file" in note
 
 
 async def test_bad_theme_file_gives_one_notification(

@@ -3,6 +3,8 @@ comments kept) and applied to the running app at once."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -14,6 +16,17 @@ from textual.widgets import Button, Input, Label, Static
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config
+
+
+_FIELDS = ("llm.model", "llm.base_url", "llm.api_key")
+
+
+def environment_overrides(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The variables set in the environment that override a field of this screen."""
+    from workbench.config import env_names
+
+    environ = os.environ if environ is None else environ
+    return [name for key in _FIELDS for name in env_names(key) if environ.get(name, "").strip()]
 
 
 class SettingsScreen(ModalScreen[bool]):
@@ -64,6 +77,13 @@ class SettingsScreen(ModalScreen[bool]):
                 placeholder="•••••• set; type to replace" if has_key else "not set",
                 compact=True,
             )
+            if overridden := environment_overrides():
+                names = ", ".join(overridden)
+                yield Static(
+                    f"Set in your environment: {names}. It wins over the file at the next start.",
+                    id="settings-env",
+                    markup=False,
+                )
             yield Static(f"File: {self.target()}", id="settings-file", markup=False)
             yield Static("", id="settings-error", markup=False)
             with Horizontal(id="settings-buttons"):
