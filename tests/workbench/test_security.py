@@ -156,6 +156,15 @@ def test_a_deny_rule_matches_any_command_of_a_line() -> None:
     assert hidden.decision is not None and hidden.decision.verdict == "reject"
     assert hidden.decision.rule == "deny:run:rm -rf ~*"
     assert check(CmdRunAction(command="echo 'rm -rf ~'"), "LOW", config, WS).decision is None
+    for hidden_inside in (
+        "echo $(rm -rf ~/x)",
+        "echo `rm -rf ~/y`",
+        "cat <(rm -rf ~/z)",
+        "echo $(echo $(rm -rf ~/deep))",
+    ):
+        verdict = check(CmdRunAction(command=hidden_inside), "LOW", config, WS)
+        assert verdict.decision is not None, hidden_inside
+        assert verdict.decision.verdict == "reject"
 
 
 def test_headless_decisions() -> None:

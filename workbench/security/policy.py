@@ -6,7 +6,8 @@ A rule is a glob on the action's text, optionally limited to one kind with a pre
 `run:git status*` (shell command), `edit:/work/*` (editor path), `ipython:*`, `browse:*`.
 
 A shell command line is judged command by command: `git status; rm -rf ~` is split at `;`,
-`&&`, `||`, `|`, `&`, parentheses and newlines, a deny rule matching any part rejects the line,
+`&&`, `||`, `|`, `&`, parentheses and newlines; a deny rule matching any part (inside `$( )`,
+backticks and `<( )` too) rejects the line,
 and allow rules let it through only when every part is allowed, so `run:git status*` does not
 let a chained command ride along. A line with a substitution (`$( )`, backticks, `<( )`) is
 allowed only by a rule without wildcards that matches it exactly (what "always allow" saves).
@@ -125,16 +126,37 @@ def first_match(rules: Iterable[str], action: AnyAction) -> str | None:
     return next((rule for rule in rules if rule_matches(rule, action)), None)
 
 
+_INNERMOST_SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`|[<>]\(([^()]*)\)")
+
+
+def _unwrap_substitutions(command: str) -> list[str]:
+    """The line with each substitution replaced by a word, then the body of each (innermost
+    first), so every command a line would run can be looked at."""
+    bodies: list[str] = []
+
+    def take(match: re.Match[str]) -> str:
+        bodies.append(next(group for group in match.groups() if group is not None))
+        return "_"
+
+    for _ in range(32):  # nesting deeper than this is left as it is
+        command, count = _INNERMOST_SUBSTITUTION.subn(take, command)
+        if not count:
+            break
+    return [command, *bodies]
+
+
 def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
-    """The deny rule that matches `action`, or any one command of a shell line."""
+    """The deny rule that matches `action`, or any one command of a shell line (commands
+    inside `$( )`, backticks and `<( )` included)."""
     rules = list(rules)
     found = first_match(rules, action)
     if found is not None or not isinstance(action, CmdRunAction):
         return found
-    for part in simple_commands(action.command) or []:
-        found = first_match(rules, CmdRunAction(command=part))
-        if found is not None:
-            return found
+    for line in _unwrap_substitutions(action.command):
+        for part in simple_commands(line) or [line]:
+            found = first_match(rules, CmdRunAction(command=part))
+            if found is not None:
+                return found
     return None
 
 
