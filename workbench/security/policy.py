@@ -6,12 +6,11 @@ A rule is a glob on the action's text, optionally limited to one kind with a pre
 `run:git status*` (shell command), `edit:/work/*` (editor path), `ipython:*`, `browse:*`.
 
 A shell command line is judged command by command: `git status; rm -rf ~` is split at `;`,
-`&&`, `||`, `|`, `&`, parentheses and newlines; a deny rule matching any part (inside `$( )`,
-backticks and `<( )` too) rejects the line,
-and allow rules let it through only when every part is allowed, so `run:git status*` does not
-let a chained command ride along. A line with a substitution (`$( )`, backticks, `<( )`) is
-allowed only by a rule without wildcards that matches it exactly (what "always allow" saves).
-"""
+`&&`, `||`, `|`, `&`, parentheses and newlines. A deny rule matching any part (inside `$( )`,
+backticks and `<( )` too) rejects the line; allow rules let it through only when every part is
+allowed, so `run:git status*` does not let a chained command ride along. A line with a
+substitution is allowed only by a rule without wildcards that matches it exactly (what "always
+allow" saves)."""
 
 from __future__ import annotations
 
