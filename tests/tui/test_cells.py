@@ -64,7 +64,7 @@ def test_a_failed_command_is_titled_by_its_last_line() -> None:
     assert cell.title == "exit 2 · 2 lines · ls: cannot access '/nope': No such file or directory"
 
 
-def test_finish_shows_its_message_once_and_the_state_line_stays_one_line() -> None:
+def test_finish_shows_its_message_once_and_the_state_line_only_the_outcome() -> None:
     from workbench.events import FinishAction, StateChangedEvent
 
     message = "hi.sh prints **hi**.\n\n- created `hi.sh`\n- ran it"
@@ -76,7 +76,7 @@ def test_finish_shows_its_message_once_and_the_state_line_stays_one_line() -> No
     assert cell.label == "finished"  # drawn instead of the title, which the body repeats
     state = StateChangedEvent(id=8, state="finished", reason=f"success: {message}")
     line = cell_for_event(state)
-    assert line is not None and line.title == "finished · success: hi.sh prints hi."
+    assert line is not None and line.title == "finished · success"  # the message is above
     assert cell.title == "hi.sh prints hi."  # a title is plain text, not Markdown
 
 

@@ -296,7 +296,10 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
     if isinstance(event, StateChangedEvent):
         if event.state not in _SHOWN_STATES:
             return None
-        reason = f" · {plain_line(event.reason)}" if event.reason.strip() else ""
+        why = event.reason.strip()
+        if event.state == "finished":  # "success: <message>": the finish cell shows the message
+            why = why.split(":", 1)[0]
+        reason = f" · {plain_line(why)}" if why else ""
         return Cell(key, "state", "■", f"{event.state.replace('_', ' ')}{reason}")
     if isinstance(event, ErrorEvent):
         return Cell(
