@@ -33,6 +33,7 @@ from sandbox.runtimes.docker_image import (
     DEFAULT_IMAGE_PREFIX,
     docker_client,
     ensure_image,
+    in_container,
     log,
 )
 
@@ -79,11 +80,6 @@ def _owner() -> str:
     except OSError:
         namespace = 0
     return f"{socket.gethostname()}:{namespace}:{os.getpid()}"
-
-
-def in_container() -> bool:
-    """True when this process itself runs in a container (sibling containers via the socket)."""
-    return Path("/.dockerenv").exists() or os.environ.get("WORKBENCH_IN_DOCKER") == "1"
 
 
 def reach_by_container_ip() -> bool:

@@ -324,11 +324,15 @@ def _build(
 BUILDER_LABEL = "workbench.builder"
 
 
+def in_container() -> bool:
+    """True when this process itself runs in a container (sibling containers via the socket)."""
+    return Path("/.dockerenv").exists() or os.environ.get("WORKBENCH_IN_DOCKER") == "1"
+
+
 def _builder() -> str:
     """Who builds: the host, or an app container. Their wheel sets differ (each resolves its
     own), so each must leave the other's image alone or they would rebuild it by turns."""
-    in_container = Path("/.dockerenv").exists() or os.environ.get("WORKBENCH_IN_DOCKER") == "1"
-    return "container" if in_container else "host"
+    return "container" if in_container() else "host"
 
 
 def _remove_older(client: Any, keep: str) -> None:
