@@ -135,17 +135,10 @@ def prime_litellm(config: LLMConfig, tools: list[dict[str, Any]] | None = None) 
         logging.getLogger(__name__).debug("priming litellm failed", exc_info=True)
 
 
-async def warm_up(
-    config: LLMConfig | None = None, tools: list[dict[str, Any]] | None = None
-) -> None:
-    """Import litellm in a worker thread so the first request does not pay for it.
-
-    With a config, prime it too (`prime_litellm`).
-    """
+async def warm_up() -> None:
+    """Import litellm in a worker thread so the first request does not pay for it."""
     if _litellm is None:
         await asyncio.to_thread(load_litellm)
-    if config is not None:
-        await asyncio.to_thread(prime_litellm, config, tools)
 
 
 @dataclass(frozen=True)
