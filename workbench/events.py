@@ -40,6 +40,8 @@ AgentState = Literal[
     "error",
     "stopped",
 ]
+ENDED_STATES: frozenset[AgentState] = frozenset({"finished", "error", "stopped"})
+"""The states a run ends in."""
 
 
 class _Frozen(BaseModel):

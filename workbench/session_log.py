@@ -22,7 +22,13 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from workbench.events import EVENT_SCHEMA_VERSION, Event, event_to_json, parse_event
+from workbench.events import (
+    ENDED_STATES,
+    EVENT_SCHEMA_VERSION,
+    Event,
+    event_to_json,
+    parse_event,
+)
 
 SESSION_SCHEMA_VERSION = 1
 REDACTED = "***"
@@ -261,9 +267,6 @@ def load(path: Path) -> tuple[SessionHeader, list[Event]]:
     return loaded.header, loaded.events
 
 
-_ENDED_STATES = frozenset({"finished", "error", "stopped"})
-
-
 @dataclass(frozen=True)
 class SessionSummary:
     """One line of a session list: the header, the first task, and how the session ended."""
@@ -298,7 +301,7 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
         event = _json_object(line)
         if event.get("kind") == "state":
             last = str(event.get("state", ""))
-            state = last if last in _ENDED_STATES else "unfinished"
+            state = last if last in ENDED_STATES else "unfinished"
             break
     return SessionSummary(Path(path), header, task, state)
 

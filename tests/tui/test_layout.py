@@ -20,6 +20,12 @@ from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.shell import ShellPane
 
 
+def _run(id: int, call_id: str, command: str) -> ActionEvent:
+    return ActionEvent(
+        id=id, tool_name="execute_bash", tool_call_id=call_id, action=CmdRunAction(command=command)
+    )
+
+
 def _visible(app: WorkbenchApp) -> list[str]:
     view = app.query_one(ShellPane).output
     top, height = round(view.scroll_y), view.scrollable_content_region.height
@@ -31,24 +37,11 @@ async def test_the_newest_shell_line_stays_in_view(
 ) -> None:
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.feed_event(
-            ActionEvent(
-                id=1,
-                tool_name="execute_bash",
-                tool_call_id="c1",
-                action=CmdRunAction(command="seq 20"),
-            )
-        )
+        app.feed_event(_run(1, "c1", "seq 20"))
         app.query_one(ShellPane).output.append("".join(f"{n}\n" for n in range(1, 21)))
         await pilot.pause()
         assert "20" in _visible(app)
-        rm = ActionEvent(
-            id=2,
-            tool_name="execute_bash",
-            tool_call_id="c2",
-            action=CmdRunAction(command="rm -rf b"),
-        )
-        app.feed_event(rm)
+        app.feed_event(_run(2, "c2", "rm -rf b"))
         app.feed_event(ConfirmationRequestEvent(id=3, cause=2, risk="HIGH", reason="rm -rf"))
         await pilot.pause()
         await pilot.pause()
@@ -70,14 +63,7 @@ async def test_streamed_lines_past_the_pane_end_keep_the_last_one_in_view(
     command = "for i in 1 2 3; do echo line $i; sleep 0.3; done; bash hi.sh"
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
-        app.feed_event(
-            ActionEvent(
-                id=1,
-                tool_name="execute_bash",
-                tool_call_id="c1",
-                action=CmdRunAction(command=command),
-            )
-        )
+        app.feed_event(_run(1, "c1", command))
         await pilot.pause()
         shell = app.query_one(ShellPane)
         for seq, data in enumerate(["line 1\n", "line 2\n", "line 3\n", "hi\n"]):

@@ -31,6 +31,7 @@ from sandbox.protocol import (
     OutputChunk,
 )
 from workbench.events import (
+    ENDED_STATES,
     ActionEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
@@ -300,7 +301,7 @@ class WorkbenchApp(App[int]):
                     status.set(started=self.clock())
                 elif data.ended is not None:  # a follow-up task: the clock goes on from there
                     status.set(started=data.started + self.clock() - data.ended, ended=None)
-            elif event.state in ("finished", "error", "stopped") and data.started is not None:
+            elif event.state in ENDED_STATES and data.started is not None:
                 status.set(ended=self.clock())
         elif isinstance(event, LLMCallEvent) and account:
             status.set(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from workbench.events import Event
-from workbench.tui.cells import Cell, cell_for_event, thought_cell
+from workbench.tui.cells import Cell, cell_for_event, first_line, thought_cell
 from workbench.tui.widgets.cell_list import CellList
 
 
@@ -21,7 +21,7 @@ class ConversationView(CellList):
     def show_waiting_task(self, task: str) -> None:
         """Say that `task` starts once start-up is done ("" goes back to the usual hint)."""
         if task:
-            first = task.strip().splitlines()[0] if task.strip() else task
+            first = first_line(task)
             self.empty_text = f"Starting once the LLM client and the sandbox are ready: {first}"
         else:
             self.empty_text = type(self).empty_text

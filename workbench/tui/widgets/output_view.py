@@ -106,12 +106,15 @@ class OutputView(ScrollView, can_focus=True):
         if at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
             self.follow = True
-            if not self._end_pending:
-                # The new size is laid out only at the next refresh (the vertical scrollbar may
-                # just have appeared), which can clamp the scroll above: go to the end again.
-                self._end_pending = True
-                self.call_after_refresh(self._scroll_to_end)
+            # The new size is laid out only at the next refresh (the vertical scrollbar may
+            # just have appeared), which can clamp the scroll above: go to the end again.
+            self._scroll_to_end_after_refresh()
         self.refresh()
+
+    def _scroll_to_end_after_refresh(self) -> None:
+        if not self._end_pending:
+            self._end_pending = True
+            self.call_after_refresh(self._scroll_to_end)
 
     def _scroll_to_end(self) -> None:
         self._end_pending = False
@@ -126,7 +129,7 @@ class OutputView(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """A shorter view (the confirmation panel came) still shows the latest line."""
         if self.follow:
-            self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
+            self._scroll_to_end_after_refresh()
 
     def _mark_style(self, mark: str) -> Style:
         variables = self.app.theme_variables
