@@ -8,6 +8,8 @@ Prints progress lines, then ONE JSON object on its last line:
 - `step_overhead_ms`: per step of a 50-step scripted session of `echo` actions, the step's wall
   time minus the time spent in the scripted server and in the sandbox, each measured by
   replaying the session's own requests / actions to it directly afterwards; target <= 10 ms.
+  The scripted server runs in a child process, as a real endpoint would, so that its threads
+  do not take the measured process's GIL.
   (Wall time inside `runtime.execute` is no measure of the sandbox: while the loop waits for
   it, other tasks run, litellm's after-call logging among them; that is shown apart as
   `sandbox_wall_ms`.) This includes litellm's client-side work: `llm_call_ms` is the wall
@@ -19,6 +21,13 @@ Prints progress lines, then ONE JSON object on its last line:
   `SESSION_RUNS` times, each in a fresh process (one session per process, as the CLI runs it);
   the run with the median `step_overhead_ms` is reported, all of them in
   `step_overhead_runs_ms`.
+- `bare_litellm_overhead_ms` (baseline, same run): the session's own requests sent again
+  through `litellm.acompletion` called directly, with no workbench code, minus the same
+  server time: what litellm alone costs per call on this machine at this moment.
+  `overhead_beyond_litellm_ms` is the difference: what workbench adds per step.
+- `gc_full_ms`: one full garbage collection in the session's process after the session (what
+  a collection the interpreter starts by itself would stall the loop for); baseline
+  `bare_litellm_gc_full_ms`, the same in a process that only imported litellm.
 - `log_append_us`, `log_append_fsync_us`: one session-log append without / with fsync.
 Run: `.venv/bin/python benchmarks/headless.py`.
 """
@@ -26,6 +35,7 @@ Run: `.venv/bin/python benchmarks/headless.py`.
 from __future__ import annotations
 
 import asyncio
+import gc
 import http.client
 import json
 import os
@@ -40,7 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 MODEL = "openai/test-model"
-SESSION_RUNS = 3
+SESSION_RUNS = 5
 KEY = "sk-bench-key"
 
 
@@ -118,6 +128,45 @@ def import_and_first_request(rounds: int = 5) -> tuple[float, float]:
     return statistics.median(imports), statistics.median(firsts)
 
 
+class _ServerProcess:
+    """The scripted LLM server in a child process, as a real endpoint is: its threads then do
+    not compete with the measured process for the GIL. `.requests` is filled once it stops."""
+
+    def __init__(self, script: list[dict[str, Any]]) -> None:
+        self._script = script
+        self.requests: list[dict[str, Any]] = []
+
+    def __enter__(self) -> _ServerProcess:
+        self._file = tempfile.NamedTemporaryFile("w", suffix=".json")
+        json.dump(self._script, self._file)
+        self._file.flush()
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", self._file.name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        self.base_url = self._proc.stdout.readline().strip()
+        self.port = int(self.base_url.rsplit(":", 1)[1].split("/")[0])
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        out, _ = self._proc.communicate(timeout=60)  # closing stdin stops the server
+        self.requests = json.loads(out)
+        self._file.close()
+
+
+def _serve(script_path: str) -> None:
+    """`--serve`: run the scripted server until stdin closes, then print its requests."""
+    from workbench.testing.llm_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(json.loads(Path(script_path).read_text())) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+    print(json.dumps(server.requests))
+
+
 class _Timed:
     """Wraps an object's async method, adds up the time spent in it and keeps the arguments."""
 
@@ -147,9 +196,7 @@ class _Timed:
 
 def _replay_server_time(script: list[dict[str, Any]], bodies: list[dict[str, Any]]) -> float:
     """Seconds the scripted server takes to answer these requests, asked directly."""
-    from workbench.testing.llm_server import ScriptedLLMServer
-
-    with ScriptedLLMServer(script) as server:
+    with _ServerProcess(script) as server:
         conn = http.client.HTTPConnection("127.0.0.1", server.port)
         total = 0.0
         for body in bodies:
@@ -160,6 +207,33 @@ def _replay_server_time(script: list[dict[str, Any]], bodies: list[dict[str, Any
             total += time.perf_counter() - start
         conn.close()
     return total
+
+
+async def _bare_litellm_time(script: list[dict[str, Any]], bodies: list[dict[str, Any]]) -> float:
+    """Seconds bare `litellm.acompletion` takes for these requests, scripted server included.
+
+    The baseline for `step_overhead_ms`: the same messages and tools, the same server, litellm
+    called directly (no workbench code), already imported and primed in this process.
+    """
+    from workbench.llm import load_litellm
+
+    litellm = load_litellm()
+    with _ServerProcess([script[0], *script]) as server:
+
+        async def call(body: dict[str, Any]) -> None:
+            await litellm.acompletion(
+                model=MODEL,
+                messages=body["messages"],
+                tools=body.get("tools"),
+                api_base=server.base_url,
+                api_key=KEY,
+            )
+
+        await call(bodies[0])  # its lazy imports (MCP gateway, ~0.5 s) are start-up, not steps
+        start = time.perf_counter()
+        for body in bodies:
+            await call(body)
+        return time.perf_counter() - start
 
 
 async def _replay_sandbox_time(workspace: Path, actions: list[Any]) -> float:
@@ -189,7 +263,6 @@ async def _session(steps: int) -> dict[str, float]:
     from workbench.controller import Controller
     from workbench.llm import LLMClient, load_litellm, prime_litellm
     from workbench.session_log import SessionLog, make_header, new_session_id
-    from workbench.testing.llm_server import ScriptedLLMServer
 
     load_litellm()
     script: list[dict[str, Any]] = [
@@ -207,7 +280,7 @@ async def _session(steps: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         (tmp / "ws").mkdir()
-        async with ScriptedLLMServer(script) as server:
+        with _ServerProcess(script) as server:
             env = _env(server.base_url, tmp)
             overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
             config = load_config(env=env, overrides=overrides)
@@ -225,14 +298,24 @@ async def _session(steps: int) -> dict[str, float]:
             wall = time.perf_counter() - start
             await runtime.close()
             session.close()
-            bodies = list(server.requests)
+        bodies = server.requests
         if result.status != "success":
             raise RuntimeError(f"benchmark session ended with {result.status}: {result.reason}")
         server_s = await asyncio.to_thread(_replay_server_time, script, bodies)
         sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
+        bare_s = await _bare_litellm_time(script, bodies)
+    start = time.perf_counter()
+    gc.collect()
+    gc_full_s = time.perf_counter() - start
     n = result.steps
     return {
+        "gc_full_ms": gc_full_s * 1000,
         "step_overhead_ms": (wall - server_s - sandbox_s) / n * 1000,
+        "bare_litellm_overhead_ms": (bare_s - server_s) / len(bodies) * 1000,
+        "overhead_beyond_litellm_ms": (
+            (wall - server_s - sandbox_s) / n - (bare_s - server_s) / len(bodies)
+        )
+        * 1000,
         "controller_overhead_ms": (wall - llm.total - sandbox_s) / n * 1000,
         "llm_call_ms": llm.total / llm.calls * 1000,
         "llm_server_ms": server_s / len(bodies) * 1000,
@@ -249,6 +332,22 @@ def _session_in_subprocess() -> dict[str, float]:
     )
     result: dict[str, float] = json.loads(proc.stdout.splitlines()[-1])
     return result
+
+
+def bare_litellm_gc_full_ms() -> float:
+    """One full garbage collection in a process that only imported litellm (the baseline)."""
+    code = (
+        "import gc, time, litellm\n"
+        "gc.collect()\n"
+        "start = time.perf_counter()\n"
+        "gc.collect()\n"
+        "print((time.perf_counter() - start) * 1000)"
+    )
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True
+    )
+    return float(proc.stdout.split()[-1])
 
 
 def log_append_us(fsync: bool, count: int = 500) -> float:
@@ -284,6 +383,17 @@ def main() -> None:
     results |= {k: round(v, 3) for k, v in median.items()}
     results["step_overhead_runs_ms"] = [round(v, 3) for v in overheads]
     print(f"step_overhead_ms {results['step_overhead_ms']} (runs: {overheads})", flush=True)
+    print(
+        f"bare_litellm_overhead_ms {results['bare_litellm_overhead_ms']}: the same requests "
+        "through litellm.acompletion alone (the baseline)",
+        flush=True,
+    )
+    results["bare_litellm_gc_full_ms"] = round(bare_litellm_gc_full_ms(), 1)
+    print(
+        f"gc_full_ms {results['gc_full_ms']} after the session "
+        f"(a process that only imported litellm: {results['bare_litellm_gc_full_ms']})",
+        flush=True,
+    )
     results["log_append_us"] = round(log_append_us(False), 1)
     results["log_append_fsync_us"] = round(log_append_us(True), 1)
     results["targets_met"] = {
@@ -295,7 +405,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--session"]:
+    if sys.argv[1:2] == ["--serve"]:
+        _serve(sys.argv[2])
+    elif sys.argv[1:] == ["--session"]:
         print(json.dumps(asyncio.run(_session(50))))
     else:
         main()
