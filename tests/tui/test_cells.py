@@ -4,8 +4,8 @@ and workbench's own warnings (stuck detection), which must not look like the age
 from __future__ import annotations
 
 from sandbox.protocol import CmdRunAction
-from workbench.events import ActionEvent, MessageEvent
-from workbench.tui.cells import cell_for_event, thought_cell
+from workbench.events import ActionEvent, ConfirmationDecisionEvent, MessageEvent
+from workbench.tui.cells import cell_for_event, decision_title, thought_cell
 
 
 def test_agent_text_beside_a_tool_call_gets_its_own_cell() -> None:
@@ -110,3 +110,34 @@ def test_a_failed_jupyter_cell_is_titled_by_its_error_not_its_first_output() -> 
     assert cell(failed) == ("error", "✗", "ZeroDivisionError: division by zero")
     ok = IPythonObservation(code="print(1)", content="1\n")
     assert cell(ok) == ("observation", "Out", "1")
+
+
+def test_a_decision_names_its_rule_only_where_the_reason_does_not() -> None:
+    def title(approved: bool, rule: str, reason: str) -> str:
+        event = ConfirmationDecisionEvent(
+            id=2, cause=1, approved=approved, rule=rule, reason=reason
+        )
+        return decision_title(event)
+
+    assert title(True, "user", "approved in the TUI") == "approved in the TUI"
+    assert title(False, "user", "") == "rejected"
+    assert (
+        title(True, "allow:run:rm -rf build*", "always allowed in the TUI")
+        == "always allowed in the TUI (allow:run:rm -rf build*)"
+    )
+    assert (
+        title(
+            True,
+            "allow:run:git *, allow:run:ls*",
+            "each of its commands matches an allow rule ('run:git *', 'run:ls*')",
+        )
+        == "approved · each of its commands matches an allow rule ('run:git *', 'run:ls*')"
+    )
+    assert (
+        title(False, "deny:run:curl*", "matches the deny rule 'run:curl*'")
+        == "rejected · matches the deny rule 'run:curl*'"
+    )
+    assert (
+        title(True, "headless:on-confirm=approve", "approved without asking (--on-confirm approve)")
+        == "approved without asking (--on-confirm approve)"
+    )

@@ -217,6 +217,19 @@ def _observation_cell(event: ObservationEvent) -> Cell | None:
     return None  # a thought's acknowledgement says nothing new
 
 
+def decision_title(event: ConfirmationDecisionEvent) -> str:
+    """How a confirmation was answered, naming its rule only where the reason does not."""
+    verdict = "approved" if event.approved else "rejected"
+    title = event.reason or verdict
+    if not title.startswith((verdict, "always allowed", "stopped")):
+        title = f"{verdict} · {title}"
+    patterns = [part.strip().split(":", 1)[-1] for part in event.rule.split(",")]
+    named = event.rule in ("", "user") or event.rule.startswith("headless:")
+    if not named and not all(pattern in title for pattern in patterns):
+        title += f" ({event.rule})"
+    return title
+
+
 def thought_cell(event: Event, live: bool = False) -> Cell | None:
     """What the agent said alongside a tool call, as its own agent cell (None if nothing)."""
     if not isinstance(event, ActionEvent) or isinstance(event.action, ThinkAction):
@@ -288,11 +301,7 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
     if isinstance(event, ConfirmationRequestEvent):
         return Cell(key, "confirm", "?", f"needs confirmation · {event.risk} · {event.reason}")
     if isinstance(event, ConfirmationDecisionEvent):
-        verdict = "approved" if event.approved else "rejected"
-        why = f" · {event.reason}" if event.reason else ""
-        return Cell(
-            key, "confirm", "✓" if event.approved else "✗", f"{verdict} ({event.rule}){why}"
-        )
+        return Cell(key, "confirm", "✓" if event.approved else "✗", decision_title(event))
     if isinstance(event, StateChangedEvent):
         if event.state not in _SHOWN_STATES:
             return None
