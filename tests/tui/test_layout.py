@@ -116,3 +116,21 @@ async def test_the_elapsed_time_stops_when_the_task_ends_and_goes_on_with_the_ne
         now[0] = 910.0
         await pilot.pause()
         assert "01:15" in shown()
+
+
+async def test_resizing_the_terminal_switches_between_stacked_and_side_by_side(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    # Seen under tmux: widening a terminal from 80 to 160 columns kept the panes stacked until
+    # the next resize (the layout was decided from the size before the resize).
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.query_one("#main")
+        assert main.has_class("-narrow")
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert not main.has_class("-narrow")
+        assert app.query_one("#tools").region.x > 0  # beside the conversation, not below it
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert main.has_class("-narrow")

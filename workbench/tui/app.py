@@ -193,11 +193,12 @@ class WorkbenchApp(App[int]):
 
     def on_resize(self, event: Resize) -> None:
         """Stack the panes on narrow terminals."""
-        self._layout_tools()
+        # This handler runs before Textual's own, so `self.size` is still the old size here.
+        self._layout_tools(event.size.width)
 
-    def _layout_tools(self) -> None:
+    def _layout_tools(self, width: int | None = None) -> None:
         main, tools = self.query_one("#main"), self.query_one("#tools")
-        narrow = self.size.width < NARROW_WIDTH
+        narrow = (self.size.width if width is None else width) < NARROW_WIDTH
         main.set_class(narrow, "-narrow")
         layout = (narrow, self.tools_size)
         if layout == self._tools_layout:  # a resize that changes nothing costs no restyle
