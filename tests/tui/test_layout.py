@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import make_config
+from textual.widgets import Static
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction, CommandFinished, OutputChunk
 from workbench.events import (
@@ -17,6 +18,8 @@ from workbench.events import (
     ObservationEvent,
 )
 from workbench.tui.app import WorkbenchApp
+from workbench.tui.widgets.confirm import ConfirmPanel
+from workbench.tui.widgets.prompt import PromptInput
 from workbench.tui.widgets.shell import ShellPane
 
 
@@ -134,3 +137,110 @@ async def test_resizing_the_terminal_switches_between_stacked_and_side_by_side(
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert main.has_class("-narrow")
+
+
+class _AnswerRecorder:
+    """A backend that only records what the app sends it."""
+
+    def __init__(self) -> None:
+        self.answers: list[str] = []
+        self.sent: list[str] = []
+
+    def attach(self, app: WorkbenchApp) -> None:
+        """Nothing to report to."""
+
+    async def start(self) -> None:
+        """Nothing to start."""
+
+    async def submit(self, text: str) -> None:
+        """Keep the message."""
+        self.sent.append(text)
+
+    async def answer(self, cause: int, answer: str) -> None:
+        """Keep the answer."""
+        self.answers.append(answer)
+
+    async def shell_input(self, text: str) -> None:
+        """No shell."""
+
+    async def load_artifact(self, name: str) -> bytes:
+        """No files."""
+        raise FileNotFoundError(name)
+
+    def pause(self) -> None:
+        """No agent."""
+
+    def resume(self) -> None:
+        """No agent."""
+
+    def stop(self) -> None:
+        """No agent."""
+
+    async def new_session(self) -> None:
+        """No session."""
+
+    async def close(self) -> None:
+        """Nothing to stop."""
+
+
+async def test_the_confirmation_panel_does_not_take_keys_meant_for_the_input_box(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    # Typing "and also..." while a confirmation appeared answered it: "a" saved an allow rule.
+    app = app_factory()
+    backend = _AnswerRecorder()
+    app.backend = backend  # type: ignore[assignment]
+    answers = backend.answers
+    async with app.run_test(size=(80, 24)) as pilot:
+        prompt, panel = app.query_one(PromptInput), app.query_one(ConfirmPanel)
+        prompt.focus()
+        await pilot.press("t", "h", "e", "n")
+        app.feed_event(_run(1, "c1", "rm -rf build"))
+        app.feed_event(ConfirmationRequestEvent(id=2, cause=1, risk="HIGH", reason="rm -rf"))
+        await pilot.pause()
+        assert panel.request is not None and prompt.has_focus
+        assert "typing?" in str(panel.query_one("#confirm-keys", Static).render())
+        await pilot.press("space", "a", "d", "d")
+        assert prompt.text == "then add" and answers == [] and panel.request is not None
+        await pilot.press("shift+tab")
+        assert panel.has_focus
+        assert "typing?" not in str(panel.query_one("#confirm-keys", Static).render())
+        await pilot.press("n")
+        await pilot.pause()
+        assert answers == ["reject"] and panel.request is None
+
+
+async def test_the_confirmation_panel_takes_the_focus_when_nobody_types_or_once_sent(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    app = app_factory()
+    backend = _AnswerRecorder()
+    app.backend = backend  # type: ignore[assignment]
+    answers = backend.answers
+    async with app.run_test(size=(80, 24)) as pilot:
+        prompt, panel = app.query_one(PromptInput), app.query_one(ConfirmPanel)
+        prompt.focus()
+        app.feed_event(_run(1, "c1", "rm -rf build"))
+        app.feed_event(ConfirmationRequestEvent(id=2, cause=1, risk="HIGH", reason="rm -rf"))
+        await pilot.pause()
+        assert panel.has_focus  # an empty input box nobody touched
+        await pilot.press("y")
+        await pilot.pause()
+        assert answers == ["approve"]
+        prompt.focus()
+        await pilot.press("o", "k")
+        app.feed_event(_run(3, "c2", "rm -rf dist"))
+        app.feed_event(ConfirmationRequestEvent(id=4, cause=3, risk="HIGH", reason="rm -rf"))
+        await pilot.pause()
+        assert prompt.has_focus
+        await pilot.press("enter")  # the message is sent; the waiting panel takes the focus
+        await pilot.pause()
+        assert panel.has_focus and backend.sent == ["ok"]
+        await pilot.press("n")
+        await pilot.pause()
+        assert answers == ["approve", "reject"] and prompt.has_focus
+        await pilot.press("g", "o", "enter")  # sent: a request right after it takes the focus
+        app.feed_event(_run(5, "c3", "rm -rf out"))
+        app.feed_event(ConfirmationRequestEvent(id=6, cause=5, risk="HIGH", reason="rm -rf"))
+        await pilot.pause()
+        assert panel.has_focus

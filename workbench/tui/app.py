@@ -283,7 +283,9 @@ class WorkbenchApp(App[int]):
             if cause is not None and isinstance(cause.action, CmdRunAction):
                 self.query_one(ShellPane).set_state("awaiting confirmation")
             if live:
-                self.query_one(ConfirmPanel).ask(self.actions.get(event.cause), event)
+                typing = self.query_one(PromptInput).is_typing()
+                panel = self.query_one(ConfirmPanel)
+                panel.ask(self.actions.get(event.cause), event, take_focus=not typing)
         elif isinstance(event, ConfirmationDecisionEvent):
             panel = self.query_one(ConfirmPanel)
             if panel.request is not None and panel.request.cause == event.cause:
@@ -336,6 +338,9 @@ class WorkbenchApp(App[int]):
 
     def on_prompt_submitted(self, message: PromptSubmitted) -> None:
         """Send a task or a queued message."""
+        panel = self.query_one(ConfirmPanel)
+        if panel.request is not None:  # it waited while this message was being written
+            panel.focus()
         if self.backend is None:
             self.notify("No agent is connected (viewing a recorded session).", severity="warning")
             return

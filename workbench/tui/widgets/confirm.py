@@ -1,5 +1,10 @@
 """The confirmation panel: the action waiting for an answer, its risk and why; y approves,
-n rejects, a approves and always allows actions like it (saved as a rule by the controller)."""
+n rejects, a approves and always allows actions like it (saved as a rule by the controller).
+
+It takes the focus when it appears, unless someone is typing in the input box: their next
+letters must not answer it (an "a" would save an allow rule). It then says how to reach it, and
+takes the focus once the message is sent.
+"""
 
 from __future__ import annotations
 
@@ -34,20 +39,16 @@ class ConfirmPanel(Vertical, can_focus=True):
         """Title, the action, the key hints."""
         yield Static(id="confirm-title")
         yield Static(id="confirm-action")
-        yield Static(
-            Text.assemble(
-                ("y", "bold"),
-                " approve   ",
-                ("n", "bold"),
-                " reject   ",
-                ("a", "bold"),
-                " always allow",
-            ),
-            id="confirm-keys",
-        )
+        yield Static(_keys_hint(reachable=True), id="confirm-keys")
 
-    def ask(self, action: ActionEvent | None, request: ConfirmationRequestEvent) -> None:
-        """Show `request` (about `action`) and take the focus."""
+    def ask(
+        self,
+        action: ActionEvent | None,
+        request: ConfirmationRequestEvent,
+        *,
+        take_focus: bool = True,
+    ) -> None:
+        """Show `request` (about `action`); take the focus unless told not to."""
         self.request = request
         tool = action.tool_name if action is not None else "action"
         title = Text.assemble(
@@ -76,8 +77,14 @@ class ConfirmPanel(Vertical, can_focus=True):
                     background_color="default",
                 )
         self.query_one("#confirm-action", Static).update(body)
+        self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=take_focus))
         self.add_class("-shown")
-        self.focus()
+        if take_focus:
+            self.focus()
+
+    def on_focus(self) -> None:
+        """Reached: the keys answer now."""
+        self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=True))
 
     def hide(self) -> None:
         """Nothing is waiting any more."""
@@ -91,3 +98,28 @@ class ConfirmPanel(Vertical, can_focus=True):
         cause = self.request.cause
         self.hide()
         self.post_message(ConfirmationAnswered(cause, answer))
+
+
+def _keys_hint(*, reachable: bool) -> Text:
+    if reachable:
+        return Text.assemble(
+            ("y", "bold"),
+            " approve   ",
+            ("n", "bold"),
+            " reject   ",
+            ("a", "bold"),
+            " always allow",
+        )
+    return Text.assemble(
+        "typing? ",
+        ("shift+tab", "bold"),
+        " or ",
+        ("enter", "bold"),
+        " first, then ",
+        ("y", "bold"),
+        " approve  ",
+        ("n", "bold"),
+        " reject  ",
+        ("a", "bold"),
+        " always allow",
+    )

@@ -3,6 +3,7 @@ earlier messages. It stays usable while the agent works; what is sent then is qu
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from textual import events
@@ -10,6 +11,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
 
 from workbench.tui.messages import PromptSubmitted
+
+TYPING_PAUSE_S = 1.5
+"""A key pressed in the input box less than this long ago counts as typing."""
 
 
 class PromptInput(TextArea):
@@ -32,8 +36,15 @@ class PromptInput(TextArea):
         self.sent: list[str] = []
         self._recall = 0
         self._draft = ""
+        self._typed_at = -1e9  # time.monotonic() of the last key pressed here
+
+    def is_typing(self, within_s: float = TYPING_PAUSE_S) -> bool:
+        """Whether someone is writing here: focused, and text in it or a key pressed lately."""
+        recent = time.monotonic() - self._typed_at < within_s
+        return self.has_focus and (bool(self.text.strip()) or recent)
 
     async def _on_key(self, event: events.Key) -> None:
+        self._typed_at = time.monotonic()
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -76,5 +87,6 @@ class PromptInput(TextArea):
             self.sent.append(text)
         self._recall = len(self.sent)
         self._draft = ""
+        self._typed_at = -1e9  # sent: done typing
         self.load_text("")
         self.post_message(PromptSubmitted(text))
