@@ -134,3 +134,24 @@ async def test_the_session_picker_shows_each_task_and_how_it_ended(tmp_path: Pat
         await pilot.pause()
         conversation = app.query_one(ConversationView)
         assert [cell.title for cell in conversation.cells][:1] == ["write hi.sh"]
+
+
+def test_notices_with_brackets_are_shown_as_written() -> None:
+    # Textual reads notification text as markup by default: "[Name or service not known]" in
+    # an LLM error vanished from the toast, and a "[/]" would raise.
+    from textual.content import Content
+
+    from workbench.llm.errors import LLMError
+
+    shown: list[str] = []
+
+    class App:
+        def notify(self, text: str, **options: object) -> None:
+            markup = options.get("markup", True)
+            shown.append(Content.from_markup(text).plain if markup else text)
+
+    backend = ControllerBackend(make_config())
+    backend.app = App()  # type: ignore[assignment]
+    error = LLMError("connection", "Cannot connect to host x:443 [Name or service not known] [/]")
+    backend._notify(error.retry_notice(1, 2.0), "warning")
+    assert shown == [error.retry_notice(1, 2.0)]

@@ -224,6 +224,8 @@ async def test_timeout_and_unreachable_server(llm_server: Start) -> None:
         await client_for(gone, num_retries=1).complete(MESSAGES, TOOLS)
     assert caught.value.kind == "connection" and caught.value.retries == 1
     assert gone.base_url in str(caught.value)
+    assert "(connection refused: nothing is listening there" in str(caught.value)
+    assert "ssl:" not in str(caught.value) and " object at 0x" not in str(caught.value)
     assert_no_key(caught.value)
 
 
@@ -325,3 +327,32 @@ def test_litellm_is_kept_out_of_full_garbage_collections() -> None:
         "assert len(gc.get_objects()) < 20_000, len(gc.get_objects())\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_connection_errors_read_without_aiohttp_internals() -> None:
+    from workbench.llm.errors import classify
+
+    class APIConnectionError(Exception):
+        pass
+
+    def message(text: str) -> str:
+        error = classify(
+            APIConnectionError(text),
+            model="openai/m",
+            base_url="https://llm.example/v1",
+            timeout_s=5,
+            secrets=[],
+        )
+        assert error.kind == "connection"
+        return str(error)
+
+    dns = message(
+        "litellm.APIConnectionError: Cannot connect to host llm.example:443 ssl:default "
+        "[Name or service not known]"
+    )
+    assert "(Cannot connect to host llm.example:443 [Name or service not known])" in dns
+    refused = message(
+        "Cannot connect to host 127.0.0.1:8799 ssl:<ssl.SSLContext object at 0x7fb157da9640> "
+        "[Connect call failed ('127.0.0.1', 8799)]"
+    )
+    assert "(connection refused: nothing is listening there; is the server running?)" in refused

@@ -88,6 +88,18 @@ def _detail(exc: BaseException, secrets: Iterable[str]) -> str:
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
 
 
+_SSL_CONTEXT = re.compile(r"\s*ssl:(?:<[^>]*>|\S+)")
+_REFUSED_SIGNS: Final = ("connect call failed", "connection refused", "errno 111")
+
+
+def _connection_detail(detail: str) -> str:
+    """aiohttp's and httpx's words on a failed connection, without their object reprs."""
+    lowered = detail.lower()
+    if any(sign in lowered for sign in _REFUSED_SIGNS):
+        return "connection refused: nothing is listening there; is the server running?"
+    return _SSL_CONTEXT.sub("", detail)
+
+
 def retry_after_s(exc: BaseException) -> float | None:
     """The wait a `Retry-After` header on the failed response asks for, if any."""
     headers = getattr(exc, "litellm_response_headers", None)  # litellm keeps the real ones here
@@ -129,8 +141,8 @@ def classify(
     if "APIConnectionError" in names or any(sign in lowered for sign in _CONNECTION_SIGNS):
         return LLMError(
             "connection",
-            f"Cannot reach the LLM provider for {model}{where} ({detail}). Check your network "
-            "and llm.base_url / LLM_BASE_URL.",
+            f"Cannot reach the LLM provider for {model}{where} ({_connection_detail(detail)}). "
+            "Check your network and llm.base_url / LLM_BASE_URL.",
             status=status,
         )
     if "ContextWindowExceededError" in names:

@@ -161,7 +161,13 @@ class WorkbenchApp(App[int]):
         if self._theme_problem:
             problems.append(self._theme_problem)
         if problems:
-            self.notify("\n".join(problems), title="Theme problems", severity="warning", timeout=10)
+            self.notify(
+                "\n".join(problems),
+                title="Theme problems",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
         self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_code_style())
         self._apply_code_style()
         status = self.query_one(StatusBar)
@@ -328,6 +334,7 @@ class WorkbenchApp(App[int]):
                 title=message.part,
                 severity="error" if failed else "information",
                 timeout=10 if failed else 3,
+                markup=False,
             )
 
     def on_task_waiting(self, message: TaskWaiting) -> None:
@@ -368,7 +375,11 @@ class WorkbenchApp(App[int]):
                 await work
             except Exception as exc:
                 self.notify(
-                    f"{type(exc).__name__}: {exc}", title=group, severity="error", timeout=10
+                    f"{type(exc).__name__}: {exc}",
+                    title=group,
+                    severity="error",
+                    timeout=10,
+                    markup=False,
                 )
 
         self.run_worker(guarded(), group=group)
@@ -471,7 +482,7 @@ class WorkbenchApp(App[int]):
         try:
             loaded = read(path)
         except SessionLogError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         self.action_new_session()
         self.load_events(loaded.events)

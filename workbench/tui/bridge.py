@@ -156,7 +156,10 @@ class ControllerBackend:
         info = await self.runtime.info()
         llm = LLMClient(
             self.config.llm,
-            on_retry=lambda err, n, wait: self._notify(err.retry_notice(n, wait), "warning"),
+            # Shown until the next attempt: a wait of 30 s must not look like nothing happening.
+            on_retry=lambda err, n, wait: self._notify(
+                err.retry_notice(n, wait), "warning", timeout=max(5.0, wait + 1.0)
+            ),
         )
         controller = Controller(
             self.config,
@@ -185,9 +188,11 @@ class ControllerBackend:
         if self.app is not None:
             self.app.post_message(TaskWaiting(text))
 
-    def _notify(self, text: str, severity: str = "information") -> None:
+    def _notify(
+        self, text: str, severity: str = "information", timeout: float | None = None
+    ) -> None:
         if self.app is not None:
-            self.app.notify(text, severity=severity)  # type: ignore[arg-type]
+            self.app.notify(text, severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ confirmations
 

@@ -134,5 +134,5 @@ class SettingsScreen(ModalScreen[bool]):
             return
         if changes:
             names = ", ".join(key.split(".", 1)[1] for key in changes)
-            self.notify(f"Saved {names} to {path}", timeout=4)
+            self.notify(f"Saved {names} to {path}", timeout=4, markup=False)
         self.dismiss(True)

@@ -400,7 +400,7 @@ class CellList(ScrollView, can_focus=True):
             with self.app.suspend():
                 subprocess.run([*shlex.split(editor), handle.name], check=False)
         except Exception as exc:
-            self.notify(f"Could not run {editor}: {exc}", severity="error")
+            self.notify(f"Could not run {editor}: {exc}", severity="error", markup=False)
         finally:
             os.unlink(handle.name)
 
