@@ -137,6 +137,12 @@ class Controller(EventHub):
         self._inbox.append(text)
         self._wakeup.set()
 
+    def take_queued(self) -> list[str]:
+        """The queued messages no step has read yet (a run that ended left them), removed."""
+        texts = list(self._inbox)
+        self._inbox.clear()
+        return texts
+
     def pause(self) -> None:
         """Hold the loop before its next LLM call or action (the current one completes)."""
         self._resumed.clear()

@@ -176,3 +176,61 @@ async def test_ctrl_c_in_the_shell_pane_interrupts_at_once(tmp_path: Path) -> No
                 assert shell.exit_code == 130
             finally:
                 await app.action_quit()
+
+
+def _app_for(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
+    config = _config(tmp_path, server.base_url)
+    backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+    return create_app(
+        config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path / "t"
+    )
+
+
+async def _queue_while_the_llm_thinks(pilot: Any, app: WorkbenchApp, server: Any) -> None:
+    prompt = app.query_one(PromptInput)
+    app.post_message(PromptSubmitted("write the notes"))
+    await _until(pilot, lambda: len(server.requests) == 1, "the first LLM request", 60)
+    prompt.focus()
+    await pilot.press(*_keys("also add a title"), "enter")
+    await _until(pilot, lambda: prompt.queued == ["also add a title"], "the queued note")
+    assert "queued for the agent's next step: also add a title" in str(prompt.border_title)
+
+
+@pytest.mark.timeout(120)
+async def test_a_message_queued_as_the_agent_finishes_becomes_the_next_task(
+    tmp_path: Path,
+) -> None:
+    finish = {"tool_calls": [{"name": "finish", "arguments": {"message": "Notes written."}}]}
+    script = {"steps": [{**finish, "delay_s": 2.0}], "default": {"text": "Title added."}}
+    with ScriptedLLMServer(script) as server:
+        app = _app_for(tmp_path, server)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _queue_while_the_llm_thinks(pilot, app, server)
+            status = app.query_one(StatusBar)
+            await _until(pilot, lambda: len(server.requests) == 2, "the follow-up request")
+            await _until(pilot, lambda: status.data.state == "awaiting_user", "the reply")
+            events = _events(app)
+            texts = [e.text for e in events if isinstance(e, MessageEvent) and e.source == "user"]
+            assert texts == ["write the notes", "also add a title"]
+            last = server.requests[1]["messages"][-1]
+            assert last == {"role": "user", "content": "also add a title"}
+            prompt = app.query_one(PromptInput)
+            assert prompt.queued == [] and not prompt.border_title
+            await app.action_quit()
+
+
+@pytest.mark.timeout(120)
+async def test_a_message_queued_when_the_agent_is_stopped_goes_back_to_the_input_box(
+    tmp_path: Path,
+) -> None:
+    script = {"steps": [{"text": "late", "delay_s": 20.0}], "default": {"text": "ok"}}
+    with ScriptedLLMServer(script) as server:
+        app = _app_for(tmp_path, server)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _queue_while_the_llm_thinks(pilot, app, server)
+            prompt = app.query_one(PromptInput)
+            await pilot.press("f10")  # stop
+            await _until(pilot, lambda: prompt.text == "also add a title", "the text's return")
+            assert prompt.queued == [] and not prompt.border_title
+            assert len(server.requests) == 1
+            await app.action_quit()

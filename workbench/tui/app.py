@@ -37,6 +37,7 @@ from workbench.events import (
     ConfirmationRequestEvent,
     Event,
     LLMCallEvent,
+    MessageEvent,
     StateChangedEvent,
 )
 from workbench.tui import themes as theme_files
@@ -45,8 +46,10 @@ from workbench.tui.commands import palette_commands
 from workbench.tui.messages import (
     ConfirmationAnswered,
     EventArrived,
+    MessageQueued,
     ProgressChanged,
     PromptSubmitted,
+    QueuedMessagesReturned,
     ShellInputSubmitted,
     TaskWaiting,
 )
@@ -302,6 +305,8 @@ class WorkbenchApp(App[int]):
                 shell.set_state("running" if event.approved else "rejected")
                 if not event.approved:  # its "$ command" line is already in the output
                     shell.output.append_marked("(rejected: not run)", "note")
+        elif isinstance(event, MessageEvent) and event.source == "user" and live:
+            self.query_one(PromptInput).delivered(event.text)
         elif isinstance(event, StateChangedEvent) and account:
             status.set(state=event.state)
             data = status.data
@@ -336,6 +341,19 @@ class WorkbenchApp(App[int]):
                 timeout=10 if failed else 3,
                 markup=False,
             )
+
+    def on_message_queued(self, message: MessageQueued) -> None:
+        """A message waits for the agent's next step: the input box's border says so."""
+        self.query_one(PromptInput).add_queued(message.text)
+
+    def on_queued_messages_returned(self, message: QueuedMessagesReturned) -> None:
+        """Queued messages the agent never read go back into the input box."""
+        self.query_one(PromptInput).take_back(message.texts)
+        self.notify(
+            f"Not sent: {message.why}. It is back in the input box.",
+            severity="warning",
+            markup=False,
+        )
 
     def on_task_waiting(self, message: TaskWaiting) -> None:
         """A task waits for start-up: the conversation says so where it will appear."""

@@ -113,8 +113,11 @@ class ControllerBackend:
     async def submit(self, text: str) -> None:
         """Start a task, or queue `text` for the running one."""
         if self._run is not None and not self._run.done() and self.controller is not None:
+            from workbench.tui.messages import MessageQueued
+
             self.controller.send_message(text)
-            self._notify("Queued: the agent reads it before its next step.")
+            if self.app is not None:
+                self.app.post_message(MessageQueued(text))
             return
         if not self.config.llm.model:
             self._notify("No model set: open Settings (ctrl+s) and set one.", "error")
@@ -129,13 +132,30 @@ class ControllerBackend:
         if self._failed:
             self._notify("; ".join(self._failed.values()), "error")
             return
-        controller = await self._controller()
-        self._run = asyncio.create_task(controller.run(text))
+        self._start_run(await self._controller(), text)
+
+    def _start_run(self, controller: Controller, task: str) -> None:
+        self._run = asyncio.create_task(controller.run(task))
         self._run.add_done_callback(self._run_done)
 
     def _run_done(self, task: asyncio.Task[Any]) -> None:
         if not task.cancelled() and task.exception() is not None:
             self._notify(f"The agent stopped with an error: {task.exception()}", "error")
+        controller = self.controller
+        left = controller.take_queued() if controller is not None else []
+        if not left or controller is None:
+            return
+        # Sent while the agent was ending its run: if it finished, they are the next task (as
+        # if typed after the finish); if it was stopped, they go back to the input box.
+        result = None if task.cancelled() or task.exception() else task.result()
+        if result is not None and result.status in ("success", "gave_up"):
+            self._start_run(controller, "\n\n".join(left))
+            return
+        from workbench.tui.messages import QueuedMessagesReturned
+
+        why = f"the run ended ({result.status if result else 'cancelled'}) before reading it"
+        if self.app is not None:
+            self.app.post_message(QueuedMessagesReturned(left, why))
 
     async def _controller(self) -> Controller:
         if self.controller is not None:

@@ -41,6 +41,23 @@ class TaskWaiting(Message):
         self.text = text
 
 
+class MessageQueued(Message):
+    """A message was queued for the running agent; it reads it before its next step."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class QueuedMessagesReturned(Message):
+    """The run ended without reading these queued messages; they go back to the input box."""
+
+    def __init__(self, texts: list[str], why: str) -> None:
+        super().__init__()
+        self.texts = texts
+        self.why = why
+
+
 class ConfirmationAnswered(Message):
     """The person answered the confirmation panel."""
 

@@ -37,6 +37,33 @@ class PromptInput(TextArea):
         self._recall = 0
         self._draft = ""
         self._typed_at = -1e9  # time.monotonic() of the last key pressed here
+        self.queued: list[str] = []  # sent while the agent worked, not read by it yet
+
+    def add_queued(self, text: str) -> None:
+        """`text` waits for the agent's next step: the box's border says so until it is read."""
+        self.queued.append(text)
+        self._show_queued()
+
+    def delivered(self, text: str) -> None:
+        """The agent got a user message: the queued texts it carries are no longer waiting."""
+        self.queued = [queued for queued in self.queued if queued not in text]
+        self._show_queued()
+
+    def take_back(self, texts: list[str]) -> None:
+        """Texts the agent never read: back into the box (before what is in it), unqueued."""
+        self.queued = [queued for queued in self.queued if queued not in texts]
+        self._show_queued()
+        self.load_text("\n\n".join([*texts, self.text] if self.text.strip() else texts))
+        self.move_cursor(self.document.end)
+
+    def _show_queued(self) -> None:
+        if not self.queued:
+            self.border_title = None
+            return
+        more = f" (+{len(self.queued) - 1} more)" if len(self.queued) > 1 else ""
+        latest = " ".join(self.queued[-1].split())
+        latest = latest if len(latest) <= 40 else latest[:39] + "…"
+        self.border_title = f"queued for the agent's next step: {latest}{more}"
 
     def is_typing(self, within_s: float = TYPING_PAUSE_S) -> bool:
         """Whether someone is writing here: focused, and text in it or a key pressed lately."""
