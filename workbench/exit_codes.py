@@ -61,7 +61,7 @@ DESCRIPTIONS: dict[int, str] = {
     BUDGET: "a budget (tokens, cost or wall time) ran out",
     STUCK: "the agent was stuck in a loop and did not get out after a warning",
     REJECTED: "an action needed confirmation and the policy said stop",
-    LLM_ERROR: "the LLM could not be used (auth, rate limit or server error after retries)",
+    LLM_ERROR: "the LLM could not be used (unreachable, key refused, or failing after retries)",
     SANDBOX_ERROR: "the sandbox could not be started or was lost",
     MALFORMED: "too many malformed tool calls in a row",
     INTERNAL: "a bug in workbench; the session log has the details",
