@@ -244,3 +244,20 @@ async def test_the_confirmation_panel_takes_the_focus_when_nobody_types_or_once_
         app.feed_event(ConfirmationRequestEvent(id=6, cause=5, risk="HIGH", reason="rm -rf"))
         await pilot.pause()
         assert panel.has_focus
+
+
+async def test_a_failed_cell_in_the_jupyter_pane_is_titled_by_its_error(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    from sandbox.protocol import IPythonAction, IPythonObservation
+    from workbench.tui.widgets.jupyter import JupyterPane
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)):
+        pane = app.query_one(JupyterPane)
+        pane.add_code(1, IPythonAction(code="print(3.14)\n1/0"))
+        traceback = "3.14\nZeroDivisionError    Traceback\n----> 2 1/0\n\nZeroDivisionError: x\n"
+        pane.add_output(2, IPythonObservation(code="1/0", content=traceback, error=True))
+        pane.add_output(4, IPythonObservation(code="2", content="2\n3\n", note="cut"))
+        titles = [(cell.role, cell.title) for cell in pane.cells[1:]]
+        assert titles == [("error", "ZeroDivisionError: x"), ("observation", "2")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from sandbox.protocol import IPythonAction, IPythonObservation
-from workbench.tui.cells import Cell, Role, first_line, strip_ansi
+from workbench.tui.cells import Cell, Role, first_line, last_line, strip_ansi
 from workbench.tui.widgets.cell_list import CellList
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
@@ -46,24 +46,14 @@ class JupyterPane(CellList):
 
     def add_output(self, event_id: int, obs: IPythonObservation) -> None:
         """The kernel answered; images are fetched in the background."""
-        content = strip_ansi(obs.content).rstrip("\n")
-        if obs.note:
-            content = f"{content}\n[{obs.note}]".strip("\n")
+        output = strip_ansi(obs.content).rstrip("\n")
+        content = f"{output}\n[{obs.note}]".strip("\n") if obs.note else output
         if content:
             role: Role = "error" if obs.error else "observation"
-            self.add_cells(
-                [
-                    Cell(
-                        f"o{event_id}",
-                        role,
-                        "Out",
-                        first_line(content),
-                        content,
-                        "text",
-                        expanded=True,
-                    )
-                ]
-            )
+            # As in the conversation: a traceback ends with what went wrong.
+            title = last_line(output) if obs.error and output else first_line(content)
+            cell = Cell(f"o{event_id}", role, "Out", title, content, "text", expanded=True)
+            self.add_cells([cell])
         for number, name in enumerate(obs.images):
             key = f"i{event_id}-{number}"
             self.add_cells([Cell(key, "observation", "img", name)])
