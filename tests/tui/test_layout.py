@@ -183,20 +183,30 @@ class _AnswerRecorder:
         """Nothing to stop."""
 
 
+def _recorded(app_factory: Callable[..., WorkbenchApp]) -> tuple[WorkbenchApp, _AnswerRecorder]:
+    app = app_factory()
+    backend = _AnswerRecorder()
+    app.backend = backend  # type: ignore[assignment]
+    return app, backend
+
+
+def _ask(app: WorkbenchApp, id: int, command: str) -> None:
+    """Action `id` (a risky command) and the confirmation request about it."""
+    app.feed_event(_run(id, f"c{id}", command))
+    app.feed_event(ConfirmationRequestEvent(id=id + 1, cause=id, risk="HIGH", reason="rm -rf"))
+
+
 async def test_the_confirmation_panel_does_not_take_keys_meant_for_the_input_box(
     app_factory: Callable[..., WorkbenchApp],
 ) -> None:
     # Typing "and also..." while a confirmation appeared answered it: "a" saved an allow rule.
-    app = app_factory()
-    backend = _AnswerRecorder()
-    app.backend = backend  # type: ignore[assignment]
+    app, backend = _recorded(app_factory)
     answers = backend.answers
     async with app.run_test(size=(80, 24)) as pilot:
         prompt, panel = app.query_one(PromptInput), app.query_one(ConfirmPanel)
         prompt.focus()
         await pilot.press("t", "h", "e", "n")
-        app.feed_event(_run(1, "c1", "rm -rf build"))
-        app.feed_event(ConfirmationRequestEvent(id=2, cause=1, risk="HIGH", reason="rm -rf"))
+        _ask(app, 1, "rm -rf build")
         await pilot.pause()
         assert panel.request is not None and prompt.has_focus
         assert "typing?" in str(panel.query_one("#confirm-keys", Static).render())
@@ -213,15 +223,12 @@ async def test_the_confirmation_panel_does_not_take_keys_meant_for_the_input_box
 async def test_the_confirmation_panel_takes_the_focus_when_nobody_types_or_once_sent(
     app_factory: Callable[..., WorkbenchApp],
 ) -> None:
-    app = app_factory()
-    backend = _AnswerRecorder()
-    app.backend = backend  # type: ignore[assignment]
+    app, backend = _recorded(app_factory)
     answers = backend.answers
     async with app.run_test(size=(80, 24)) as pilot:
         prompt, panel = app.query_one(PromptInput), app.query_one(ConfirmPanel)
         prompt.focus()
-        app.feed_event(_run(1, "c1", "rm -rf build"))
-        app.feed_event(ConfirmationRequestEvent(id=2, cause=1, risk="HIGH", reason="rm -rf"))
+        _ask(app, 1, "rm -rf build")
         await pilot.pause()
         assert panel.has_focus  # an empty input box nobody touched
         await pilot.press("y")
@@ -229,8 +236,7 @@ async def test_the_confirmation_panel_takes_the_focus_when_nobody_types_or_once_
         assert answers == ["approve"]
         prompt.focus()
         await pilot.press("o", "k")
-        app.feed_event(_run(3, "c2", "rm -rf dist"))
-        app.feed_event(ConfirmationRequestEvent(id=4, cause=3, risk="HIGH", reason="rm -rf"))
+        _ask(app, 3, "rm -rf dist")
         await pilot.pause()
         assert prompt.has_focus
         await pilot.press("enter")  # the message is sent; the waiting panel takes the focus
@@ -240,8 +246,7 @@ async def test_the_confirmation_panel_takes_the_focus_when_nobody_types_or_once_
         await pilot.pause()
         assert answers == ["approve", "reject"] and prompt.has_focus
         await pilot.press("g", "o", "enter")  # sent: a request right after it takes the focus
-        app.feed_event(_run(5, "c3", "rm -rf out"))
-        app.feed_event(ConfirmationRequestEvent(id=6, cause=5, risk="HIGH", reason="rm -rf"))
+        _ask(app, 5, "rm -rf out")
         await pilot.pause()
         assert panel.has_focus
 

@@ -101,25 +101,17 @@ class ConfirmPanel(Vertical, can_focus=True):
 
 
 def _keys_hint(*, reachable: bool) -> Text:
-    if reachable:
-        return Text.assemble(
-            ("y", "bold"),
-            " approve   ",
-            ("n", "bold"),
-            " reject   ",
-            ("a", "bold"),
-            " always allow",
-        )
-    return Text.assemble(
-        "typing? ",
-        ("shift+tab", "bold"),
-        " or ",
-        ("enter", "bold"),
-        " first, then ",
+    gap = "   " if reachable else "  "
+    keys = Text.assemble(
         ("y", "bold"),
-        " approve  ",
+        f" approve{gap}",
         ("n", "bold"),
-        " reject  ",
+        f" reject{gap}",
         ("a", "bold"),
         " always allow",
+    )
+    if reachable:
+        return keys
+    return Text.assemble(
+        "typing? ", ("shift+tab", "bold"), " or ", ("enter", "bold"), " first, then ", keys
     )
