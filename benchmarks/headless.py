@@ -24,7 +24,9 @@ Prints progress lines, then ONE JSON object on its last line:
 - `bare_litellm_overhead_ms` (baseline, same run): the session's own requests sent again
   through `litellm.acompletion` called directly, with no workbench code, minus the same
   server time: what litellm alone costs per call on this machine at this moment.
-  `overhead_beyond_litellm_ms` is the difference: what workbench adds per step.
+  `overhead_beyond_litellm_ms` is the difference. `loop_only_ms`: the same session with the
+  LLM client replaced by an in-process stand-in giving the same replies at once (no litellm,
+  no HTTP), minus sandbox time: workbench's own loop (messages, parsing, policy, events, log).
 - `gc_full_ms`: one full garbage collection in the session's process after the session (what
   a collection the interpreter starts by itself would stall the loop for); baseline
   `bare_litellm_gc_full_ms`, the same in a process that only imported litellm.
@@ -255,16 +257,8 @@ async def _replay_sandbox_time(workspace: Path, actions: list[Any]) -> float:
     return total
 
 
-async def _session(steps: int) -> dict[str, float]:
-    from sandbox.protocol import CmdRunAction
-    from sandbox.runtimes.local import LocalRuntime
-    from workbench.agent.tools import tool_schemas
-    from workbench.config import load_config
-    from workbench.controller import Controller
-    from workbench.llm import LLMClient, load_litellm, prime_litellm
-    from workbench.session_log import SessionLog, make_header, new_session_id
-
-    load_litellm()
+def _echo_script(steps: int) -> list[dict[str, Any]]:
+    """`steps` replies that each run one `echo`, then a finish."""
     script: list[dict[str, Any]] = [
         {
             "tool_calls": [
@@ -277,6 +271,20 @@ async def _session(steps: int) -> dict[str, float]:
         for i in range(steps)
     ]
     script.append({"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]})
+    return script
+
+
+async def _session(steps: int) -> dict[str, float]:
+    from sandbox.protocol import CmdRunAction
+    from sandbox.runtimes.local import LocalRuntime
+    from workbench.agent.tools import tool_schemas
+    from workbench.config import load_config
+    from workbench.controller import Controller
+    from workbench.llm import LLMClient, load_litellm, prime_litellm
+    from workbench.session_log import SessionLog, make_header, new_session_id
+
+    load_litellm()
+    script = _echo_script(steps)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         (tmp / "ws").mkdir()
@@ -304,11 +312,13 @@ async def _session(steps: int) -> dict[str, float]:
         server_s = await asyncio.to_thread(_replay_server_time, script, bodies)
         sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
         bare_s = await _bare_litellm_time(script, bodies)
+    loop_ms = await _loop_only(steps)
     start = time.perf_counter()
     gc.collect()
     gc_full_s = time.perf_counter() - start
     n = result.steps
     return {
+        "loop_only_ms": loop_ms,
         "gc_full_ms": gc_full_s * 1000,
         "step_overhead_ms": (wall - server_s - sandbox_s) / n * 1000,
         "bare_litellm_overhead_ms": (bare_s - server_s) / len(bodies) * 1000,
@@ -323,6 +333,69 @@ async def _session(steps: int) -> dict[str, float]:
         "sandbox_wall_ms": box.total / max(box.calls, 1) * 1000,
         "steps": n,
     }
+
+
+class _InstantLLM:
+    """Stands in for `LLMClient` with the same replies, at once: no litellm, no HTTP."""
+
+    def __init__(self, script: list[dict[str, Any]]) -> None:
+        self._replies = iter(script)
+        self.model = MODEL
+
+    async def complete(self, messages: list[dict[str, Any]], tools: Any = None) -> Any:
+        from workbench.llm import LLMResponse, ToolCall
+
+        calls = next(self._replies)["tool_calls"]
+        return LLMResponse(
+            content="",
+            tool_calls=[
+                ToolCall(
+                    id=f"call_{id(call)}",
+                    name=call["name"],
+                    arguments=json.dumps(call["arguments"]),
+                )
+                for call in calls
+            ],
+            model=MODEL,
+            prompt_tokens=100,
+            completion_tokens=10,
+            cost=0.0,
+            latency_ms=0.0,
+            retries=0,
+            finish_reason="tool_calls",
+        )
+
+
+async def _loop_only(steps: int) -> float:
+    """Milliseconds per step of the same session with `_InstantLLM`, minus sandbox time."""
+    from sandbox.protocol import CmdRunAction
+    from sandbox.runtimes.local import LocalRuntime
+    from workbench.config import load_config
+    from workbench.controller import Controller
+    from workbench.session_log import SessionLog, make_header, new_session_id
+
+    script = _echo_script(steps)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        (tmp / "ws").mkdir()
+        overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
+        config = load_config(env=_env("http://127.0.0.1:9/v1", tmp), overrides=overrides)
+        runtime = LocalRuntime(tmp / "ws", disable=("browser", "jupyter"))
+        await runtime.start()
+        await runtime.execute(CmdRunAction(command="true"))
+        header = make_header(new_session_id(), tmp / "ws", MODEL, config.redacted_dict())
+        session = SessionLog.create(tmp / "sessions", header, secrets=[KEY])
+        box = _Timed(runtime, "execute")
+        controller = Controller(config, box, _InstantLLM(script), session)  # type: ignore[arg-type]
+        start = time.perf_counter()
+        result = await controller.run("echo things")
+        wall = time.perf_counter() - start
+        await runtime.close()
+        session.close()
+        sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
+    if result.status != "success":
+        raise RuntimeError(f"loop-only session ended with {result.status}: {result.reason}")
+    return (wall - sandbox_s) / result.steps * 1000
 
 
 def _session_in_subprocess() -> dict[str, float]:
@@ -385,7 +458,8 @@ def main() -> None:
     print(f"step_overhead_ms {results['step_overhead_ms']} (runs: {overheads})", flush=True)
     print(
         f"bare_litellm_overhead_ms {results['bare_litellm_overhead_ms']}: the same requests "
-        "through litellm.acompletion alone (the baseline)",
+        "through litellm.acompletion alone (the baseline); "
+        f"loop_only_ms {results['loop_only_ms']}: the session without litellm",
         flush=True,
     )
     results["bare_litellm_gc_full_ms"] = round(bare_litellm_gc_full_ms(), 1)
