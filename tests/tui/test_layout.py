@@ -266,3 +266,22 @@ async def test_a_failed_cell_in_the_jupyter_pane_is_titled_by_its_error(
         pane.add_output(4, IPythonObservation(code="2", content="2\n3\n", note="cut"))
         titles = [(cell.role, cell.title) for cell in pane.cells[1:]]
         assert titles == [("error", "ZeroDivisionError: x"), ("observation", "2")]
+
+
+async def test_a_clamped_scroll_before_the_layout_does_not_stop_following_the_output(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    # Seen once under load in CI: the shell pane ended on "line 3" with "hi" hidden below. A
+    # line wider than the pane brings a horizontal scrollbar at the next layout, which takes a
+    # row: the scroll to the end queued for after the layout must happen even if the layout's
+    # clamp of the scroll turned following off meanwhile (as below, by hand).
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.feed_event(_run(1, "c1", "seq 30"))
+        await pilot.pause()
+        view = app.query_one(ShellPane).output
+        view.append("x" * 200 + "\n" + "".join(f"{n}\n" for n in range(1, 31)))
+        view.follow = False  # what `watch_scroll_y` does when the layout clamps the scroll
+        await pilot.pause()
+        await pilot.pause()
+        assert _visible(app)[-1] == "30" and view.follow

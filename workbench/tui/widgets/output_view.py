@@ -112,14 +112,17 @@ class OutputView(ScrollView, can_focus=True):
         self.refresh()
 
     def _scroll_to_end_after_refresh(self) -> None:
+        """Go to the end once the new size is laid out (asked only while following it)."""
         if not self._end_pending:
             self._end_pending = True
             self.call_after_refresh(self._scroll_to_end)
 
     def _scroll_to_end(self) -> None:
+        # Not conditional on `follow`: the layout's own clamp of the scroll (to the old, smaller
+        # range) also goes through `watch_scroll_y` and would have turned following off.
         self._end_pending = False
-        if self.follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.follow = True
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         """Scrolling up stops following the end; scrolling back down resumes it."""
