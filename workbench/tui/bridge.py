@@ -147,13 +147,16 @@ class ControllerBackend:
             return
         # Sent while the agent was ending its run: if it finished, they are the next task (as
         # if typed after the finish); if it was stopped, they go back to the input box.
-        result = None if task.cancelled() or task.exception() else task.result()
-        if result is not None and result.status in ("success", "gave_up"):
+        if task.cancelled():
+            ended = "cancelled"
+        else:
+            ended = "error" if task.exception() is not None else task.result().status
+        if ended in ("success", "gave_up"):
             self._start_run(controller, "\n\n".join(left))
             return
         from workbench.tui.messages import QueuedMessagesReturned
 
-        why = f"the run ended ({result.status if result else 'cancelled'}) before reading it"
+        why = f"the run ended ({ended}) before reading it"
         if self.app is not None:
             self.app.post_message(QueuedMessagesReturned(left, why))
 
