@@ -29,6 +29,12 @@ def _run(id: int, call_id: str, command: str) -> ActionEvent:
     )
 
 
+def _ask(app: WorkbenchApp, id: int, command: str) -> None:
+    """Action `id` (a risky command) and the confirmation request about it."""
+    app.feed_event(_run(id, f"c{id}", command))
+    app.feed_event(ConfirmationRequestEvent(id=id + 1, cause=id, risk="HIGH", reason="rm -rf"))
+
+
 def _visible(app: WorkbenchApp) -> list[str]:
     view = app.query_one(ShellPane).output
     top, height = round(view.scroll_y), view.scrollable_content_region.height
@@ -44,8 +50,7 @@ async def test_the_newest_shell_line_stays_in_view(
         app.query_one(ShellPane).output.append("".join(f"{n}\n" for n in range(1, 21)))
         await pilot.pause()
         assert "20" in _visible(app)
-        app.feed_event(_run(2, "c2", "rm -rf b"))
-        app.feed_event(ConfirmationRequestEvent(id=3, cause=2, risk="HIGH", reason="rm -rf"))
+        _ask(app, 2, "rm -rf b")
         await pilot.pause()
         await pilot.pause()
         assert _visible(app)[-1] == "$ rm -rf b"  # the pane shrank; its end is still shown
@@ -188,12 +193,6 @@ def _recorded(app_factory: Callable[..., WorkbenchApp]) -> tuple[WorkbenchApp, _
     backend = _AnswerRecorder()
     app.backend = backend  # type: ignore[assignment]
     return app, backend
-
-
-def _ask(app: WorkbenchApp, id: int, command: str) -> None:
-    """Action `id` (a risky command) and the confirmation request about it."""
-    app.feed_event(_run(id, f"c{id}", command))
-    app.feed_event(ConfirmationRequestEvent(id=id + 1, cause=id, risk="HIGH", reason="rm -rf"))
 
 
 async def test_the_confirmation_panel_does_not_take_keys_meant_for_the_input_box(
