@@ -21,12 +21,7 @@ from sandbox.protocol import (
 )
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
-from workbench.agent.messages import (
-    TextCache,
-    build_messages,
-    observation_text,
-    tool_arguments,
-)
+from workbench.agent.messages import MessageBuilder, observation_text, tool_arguments
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
 from workbench.agent.tools import tool_names, tool_schemas
@@ -106,7 +101,8 @@ class Controller(EventHub):
             config.agent.enable_browser and can.get("browser", True),
         )
         self.system = system_prompt(self.workspace, tool_names(self.tools))
-        self._texts: TextCache = {}  # build_messages' texts of past events, made once
+        # The conversation sent to the LLM, grown with the events instead of remade each step.
+        self._messages = MessageBuilder(self.system, config.agent.max_observation_chars)
         self.steps = 0
         """LLM calls in the current run (the number `max_iterations` limits)."""
         self.total_steps = 0
@@ -228,9 +224,7 @@ class Controller(EventHub):
         over = self.budget.exceeded(self.prompt_tokens + self.completion_tokens, self.cost)
         if over:
             raise _Stop("budget", over)
-        messages = build_messages(
-            self.system, self.events, self.config.agent.max_observation_chars, self._texts
-        )
+        messages = self._messages.build(self.events)
         from workbench.llm import LLMError
 
         try:

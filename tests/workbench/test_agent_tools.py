@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -14,13 +15,20 @@ from sandbox.protocol import (
     IPythonAction,
     IPythonObservation,
 )
-from workbench.agent.messages import NOT_ANSWERED, TextCache, build_messages, truncate
+from workbench.agent.messages import (
+    NOT_ANSWERED,
+    MessageBuilder,
+    TextCache,
+    build_messages,
+    truncate,
+)
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
 from workbench.agent.tools import tool_names, tool_schemas
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
+    Event,
     FinishAction,
     LLMCallEvent,
     MessageEvent,
@@ -232,3 +240,63 @@ def test_unanswered_calls_get_a_placeholder_and_orphans_are_dropped() -> None:
     messages = build_messages("SYS", events)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
     assert messages[3] == {"role": "tool", "tool_call_id": "f1", "content": NOT_ANSWERED}
+
+
+def _random_events(rng: random.Random, count: int) -> list[Event]:
+    """Events in any order a controller (or a broken or stopped one) could leave them."""
+    events: list[Event] = []
+    calls: list[str] = []
+    for event_id in range(1, count + 1):
+        kind = rng.choice(["user", "agent", "llm", "action", "action", "error", "obs", "obs"])
+        if kind in ("user", "agent"):
+            events.append(MessageEvent(id=event_id, source=kind, text=f"{kind} {event_id}"))
+        elif kind == "llm":
+            events.append(
+                LLMCallEvent(
+                    id=event_id, model="m", prompt_tokens=1, completion_tokens=1, cost=0,
+                    latency_ms=1,
+                )
+            )  # fmt: skip
+        elif kind == "action":
+            calls.append(f"c{event_id}")
+            action = CmdRunAction(command=f"echo {event_id}")
+            thought = rng.choice(["", f"thinking {event_id}"])
+            events.append(
+                ActionEvent(
+                    id=event_id, tool_name="execute_bash", tool_call_id=calls[-1],
+                    action=action, thought=thought,
+                )
+            )  # fmt: skip
+        elif kind == "error":
+            calls.append(f"c{event_id}")
+            events.append(
+                AgentErrorEvent(
+                    id=event_id, tool_name="nope", tool_call_id=calls[-1], arguments="{",
+                    content="bad call",
+                )
+            )  # fmt: skip
+        else:  # an answer to a call, a second one, or one to no call at all
+            call = rng.choice([*calls, "ghost"]) if calls else "ghost"
+            events.append(_obs(event_id, event_id - 1, call, f"out {event_id}\n" * 3))
+    return events
+
+
+def test_the_incremental_builder_equals_a_full_rebuild_at_every_step() -> None:
+    rng = random.Random(20261123)
+    for _ in range(200):
+        events = _random_events(rng, rng.randint(0, 40))
+        builder = MessageBuilder("SYS", 60)
+        grown: list[Event] = []
+        for event in events:
+            grown.append(event)
+            if rng.random() < 0.6:  # not every event is followed by an LLM call
+                built = builder.build(grown)
+                assert built == build_messages("SYS", grown, 60), grown
+                for message in built:  # what the caller changes must not reach the next call
+                    message["content"] = "changed by the caller"
+                    for call in message.get("tool_calls") or []:
+                        call["function"]["arguments"] = "changed by the caller"
+        assert builder.build(grown) == build_messages("SYS", grown, 60)
+        # Another list (a new conversation) is built from scratch.
+        other = _random_events(rng, 5)
+        assert builder.build(other) == build_messages("SYS", other, 60)

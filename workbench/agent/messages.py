@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from sandbox.protocol import (
@@ -154,6 +155,61 @@ def _tool_result(call_id: str, text: str) -> Message:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
+class _Unpaired:
+    """Events -> messages in event order, one event at a time; tool answers are paired later.
+
+    The assistant message of the reply being read stays open for more tool calls; answers to
+    its malformed calls wait in `deferred` until it closes.
+    """
+
+    def __init__(self, system: str, max_observation_chars: int, cache: TextCache | None) -> None:
+        self.messages: list[Message] = [{"role": "system", "content": system}]
+        self.assistant_at: list[int] = []  # where in `messages` each assistant message is
+        self.group: Message | None = None  # the open assistant message collecting tool calls
+        self.deferred: list[Message] = []
+        self._limit = max_observation_chars
+        self._cache = cache
+
+    def closed(self) -> list[Message]:
+        """The messages as they are once the open assistant message closes."""
+        return self.messages + self.deferred if self.deferred else self.messages
+
+    def add(self, event: Event) -> None:
+        """Take one more event."""
+        if isinstance(event, ActionEvent | AgentErrorEvent):
+            if self.group is None:
+                self.group = {"role": "assistant", "content": None, "tool_calls": []}
+                self._append_assistant(self.group)
+            if isinstance(event, ActionEvent) and event.thought and not self.group["content"]:
+                self.group["content"] = event.thought
+            self.group["tool_calls"].append(_tool_call(event, self._cache))
+            if isinstance(event, AgentErrorEvent):
+                self.deferred.append(_tool_result(event.tool_call_id, f"ERROR: {event.content}"))
+        elif isinstance(event, ObservationEvent):
+            self._close_group()
+            make = partial(_result_text, event.observation, self._limit)
+            text = _cached(self._cache, event, make)
+            self.messages.append(_tool_result(event.tool_call_id, text))
+        elif isinstance(event, MessageEvent):
+            self._close_group()
+            if event.source == "agent":
+                self._append_assistant({"role": "assistant", "content": event.text})
+            else:
+                self.messages.append({"role": "user", "content": event.text})
+        elif isinstance(event, LLMCallEvent):
+            self._close_group()  # a new reply starts a new assistant message
+
+    def _append_assistant(self, message: Message) -> None:
+        self.assistant_at.append(len(self.messages))
+        self.messages.append(message)
+
+    def _close_group(self) -> None:
+        if self.group is not None:
+            self.messages.extend(self.deferred)
+            self.deferred.clear()
+            self.group = None
+
+
 def build_messages(
     system: str,
     events: Iterable[Event],
@@ -163,72 +219,90 @@ def build_messages(
     """The conversation for the next LLM call, from the system prompt and the events so far.
 
     With a `cache` (one per conversation and limit, kept between calls) each event's text is
-    made once instead of at every step. Fresh dicts are built every time all the same: the
-    caller (litellm) may change the messages it is given.
+    made once instead of at every step. `MessageBuilder` does the same for a growing event list
+    without going over the old events again.
     """
-    messages: list[Message] = [{"role": "system", "content": system}]
-    group: Message | None = None  # the assistant message collecting this reply's tool calls
-    deferred: list[Message] = []  # answers to malformed calls, placed after the group
-
-    def close_group() -> None:
-        nonlocal group
-        if group is not None:
-            messages.extend(deferred)
-            deferred.clear()
-            group = None
-
+    unpaired = _Unpaired(system, max_observation_chars, cache)
     for event in events:
-        if isinstance(event, ActionEvent | AgentErrorEvent):
-            if group is None:
-                group = {"role": "assistant", "content": None, "tool_calls": []}
-                messages.append(group)
-            if isinstance(event, ActionEvent) and event.thought and not group["content"]:
-                group["content"] = event.thought
-            group["tool_calls"].append(_tool_call(event, cache))
-            if isinstance(event, AgentErrorEvent):
-                text = f"ERROR: {event.content}"
-                deferred.append(_tool_result(event.tool_call_id, text))
-        elif isinstance(event, ObservationEvent):
-            close_group()
-            make = partial(_result_text, event.observation, max_observation_chars)
-            text = _cached(cache, event, make)
-            messages.append(_tool_result(event.tool_call_id, text))
-        elif isinstance(event, MessageEvent):
-            close_group()
-            role = "assistant" if event.source == "agent" else "user"
-            messages.append({"role": role, "content": event.text})
-        elif isinstance(event, LLMCallEvent):
-            close_group()  # a new reply starts a new assistant message
-    close_group()
-    return _pair_results(messages)
+        unpaired.add(event)
+    return _pair_results(unpaired.closed())
+
+
+class MessageBuilder:
+    """`build_messages` for one conversation whose events only grow.
+
+    Each call takes only the new events and pairs again only the messages from the last
+    assistant message on (before it, nothing can change any more). A list that is not the old
+    one grown is built from scratch. Fresh dicts are returned every time: the caller (litellm)
+    may change the messages it is given.
+    """
+
+    def __init__(self, system: str, max_observation_chars: int = 0) -> None:
+        self.system = system
+        self.max_observation_chars = max_observation_chars
+        self._reset()
+
+    def _reset(self) -> None:
+        self._unpaired = _Unpaired(self.system, self.max_observation_chars, None)
+        self._taken = 0  # events taken so far
+        self._last: Event | None = None  # the last of them, to tell the same list grown
+        self._paired: list[Message] = []  # the paired messages before `_paired_to`
+        self._paired_to = 0  # where the part still paired at each call starts
+
+    def build(self, events: list[Event]) -> list[Message]:
+        """The conversation for the next LLM call (equal to `build_messages` of `events`)."""
+        taken = self._taken
+        if len(events) < taken or (taken and events[taken - 1] is not self._last):
+            self._reset()
+            taken = 0
+        for event in events[taken:]:
+            self._unpaired.add(event)
+        self._taken = len(events)
+        self._last = events[-1] if events else None
+        messages = self._unpaired.closed()
+        # Every part that ends before the last assistant message is final: pair it once.
+        starts = [at for at in self._unpaired.assistant_at if at > self._paired_to]
+        bounds = [self._paired_to, *starts]
+        for start, end in pairwise(bounds):
+            self._paired.extend(_pair_part(messages[start:end]))
+        self._paired_to = bounds[-1]
+        return [_fresh(m) for m in (*self._paired, *_pair_part(messages[self._paired_to :]))]
+
+
+def _fresh(message: Message) -> Message:
+    calls = message.get("tool_calls")
+    if not calls:
+        return dict(message)
+    copied = [{**call, "function": dict(call["function"])} for call in calls]
+    return {**message, "tool_calls": copied}
 
 
 def _pair_results(messages: list[Message]) -> list[Message]:
     """Give every tool call an answer right after its assistant message; drop orphans."""
+    starts = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
+    bounds = [0, *starts, len(messages)]
     out: list[Message] = []
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        i += 1
-        if message["role"] == "tool":
-            continue  # an answer with no call before it
-        out.append(message)
-        calls = message.get("tool_calls") or []
-        if not calls:
-            continue
-        answers: dict[str, Message] = {}
-        # Answers may come after other messages (user notes); collect them up to the next
-        # assistant message, which is where the provider needs them all.
-        j = i
-        between: list[Message] = []
-        while j < len(messages) and messages[j]["role"] != "assistant":
-            if messages[j]["role"] == "tool":
-                answers.setdefault(messages[j]["tool_call_id"], messages[j])
-            else:
-                between.append(messages[j])
-            j += 1
-        for call in calls:
-            out.append(answers.get(call["id"]) or _tool_result(call["id"], NOT_ANSWERED))
-        out.extend(between)
-        i = j
+    for start, end in pairwise(bounds):
+        out.extend(_pair_part(messages[start:end]))
     return out
+
+
+def _pair_part(part: list[Message]) -> list[Message]:
+    """One assistant message and what follows it up to the next one (or what precedes the
+    first): its calls' answers right after it, in call order (a placeholder for a call left
+    unanswered), then the other messages; answers with no call before them are dropped."""
+    if not part:
+        return []
+    head = part[0]
+    calls = (head.get("tool_calls") or []) if head["role"] == "assistant" else []
+    if not calls:
+        return [message for message in part if message["role"] != "tool"]
+    answers: dict[str, Message] = {}
+    others: list[Message] = []
+    for message in part[1:]:
+        if message["role"] == "tool":
+            answers.setdefault(message["tool_call_id"], message)
+        else:
+            others.append(message)
+    paired = [answers.get(call["id"]) or _tool_result(call["id"], NOT_ANSWERED) for call in calls]
+    return [head, *paired, *others]
