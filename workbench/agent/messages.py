@@ -248,6 +248,7 @@ class MessageBuilder:
         self._last: Event | None = None  # the last of them, to tell the same list grown
         self._paired: list[Message] = []  # the paired messages before `_paired_to`
         self._paired_to = 0  # where the part still paired at each call starts
+        self._starts_seen = 0  # assistant messages already counted in `_paired_to`
 
     def build(self, events: list[Event]) -> list[Message]:
         """The conversation for the next LLM call (equal to `build_messages` of `events`)."""
@@ -261,7 +262,8 @@ class MessageBuilder:
         self._last = events[-1] if events else None
         messages = self._unpaired.closed()
         # Every part that ends before the last assistant message is final: pair it once.
-        starts = [at for at in self._unpaired.assistant_at if at > self._paired_to]
+        starts = self._unpaired.assistant_at[self._starts_seen :]
+        self._starts_seen += len(starts)
         bounds = [self._paired_to, *starts]
         for start, end in pairwise(bounds):
             self._paired.extend(_pair_part(messages[start:end]))
