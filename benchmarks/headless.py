@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -274,41 +275,56 @@ def _echo_script(steps: int) -> list[dict[str, Any]]:
     return script
 
 
-async def _session(steps: int) -> dict[str, float]:
+async def _run_echo_session(
+    tmp: Path, base_url: str, steps: int, llm_for: Callable[[Any], Any]
+) -> tuple[Any, float, _Timed, Any]:
+    """The `steps`-step echo session on a fresh local sandbox in `tmp`, with the LLM client
+    `llm_for(config)` makes (before the clock starts): (result, wall seconds, the timed
+    runtime, the client)."""
     from sandbox.protocol import CmdRunAction
     from sandbox.runtimes.local import LocalRuntime
-    from workbench.agent.tools import tool_schemas
     from workbench.config import load_config
     from workbench.controller import Controller
-    from workbench.llm import LLMClient, load_litellm, prime_litellm
     from workbench.session_log import SessionLog, make_header, new_session_id
+
+    (tmp / "ws").mkdir()
+    overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
+    config = load_config(env=_env(base_url, tmp), overrides=overrides)
+    llm = llm_for(config)
+    runtime = LocalRuntime(tmp / "ws", disable=("browser", "jupyter"))
+    await runtime.start()
+    await runtime.execute(CmdRunAction(command="true"))  # the shell is up before timing
+    header = make_header(new_session_id(), tmp / "ws", MODEL, config.redacted_dict())
+    session = SessionLog.create(tmp / "sessions", header, secrets=[KEY])
+    box = _Timed(runtime, "execute")
+    controller = Controller(config, box, llm, session)  # type: ignore[arg-type]
+    start = time.perf_counter()
+    result = await controller.run("echo things")
+    wall = time.perf_counter() - start
+    await runtime.close()
+    session.close()
+    if result.status != "success":
+        raise RuntimeError(f"benchmark session ended with {result.status}: {result.reason}")
+    return result, wall, box, llm
+
+
+async def _session(steps: int) -> dict[str, float]:
+    from workbench.agent.tools import tool_schemas
+    from workbench.llm import LLMClient, load_litellm, prime_litellm
+
+    def primed_client(config: Any) -> _Timed:
+        prime_litellm(config.llm, tool_schemas())  # as the CLI's start-up does
+        return _Timed(LLMClient(config.llm), "complete")
 
     load_litellm()
     script = _echo_script(steps)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        (tmp / "ws").mkdir()
         with _ServerProcess(script) as server:
-            env = _env(server.base_url, tmp)
-            overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
-            config = load_config(env=env, overrides=overrides)
-            prime_litellm(config.llm, tool_schemas())  # as the CLI's start-up does
-            runtime = LocalRuntime(tmp / "ws", disable=("browser", "jupyter"))
-            await runtime.start()
-            await runtime.execute(CmdRunAction(command="true"))  # the shell is up before timing
-            header = make_header(new_session_id(), tmp / "ws", MODEL, config.redacted_dict())
-            session = SessionLog.create(tmp / "sessions", header, secrets=[KEY])
-            llm = _Timed(LLMClient(config.llm), "complete")
-            box = _Timed(runtime, "execute")
-            controller = Controller(config, box, llm, session)  # type: ignore[arg-type]
-            start = time.perf_counter()
-            result = await controller.run("echo things")
-            wall = time.perf_counter() - start
-            await runtime.close()
-            session.close()
+            result, wall, box, llm = await _run_echo_session(
+                tmp, server.base_url, steps, primed_client
+            )
         bodies = server.requests
-        if result.status != "success":
-            raise RuntimeError(f"benchmark session ended with {result.status}: {result.reason}")
         server_s = await asyncio.to_thread(_replay_server_time, script, bodies)
         sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
         bare_s = await _bare_litellm_time(script, bodies)
@@ -368,33 +384,13 @@ class _InstantLLM:
 
 async def _loop_only(steps: int) -> float:
     """Milliseconds per step of the same session with `_InstantLLM`, minus sandbox time."""
-    from sandbox.protocol import CmdRunAction
-    from sandbox.runtimes.local import LocalRuntime
-    from workbench.config import load_config
-    from workbench.controller import Controller
-    from workbench.session_log import SessionLog, make_header, new_session_id
-
     script = _echo_script(steps)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        (tmp / "ws").mkdir()
-        overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
-        config = load_config(env=_env("http://127.0.0.1:9/v1", tmp), overrides=overrides)
-        runtime = LocalRuntime(tmp / "ws", disable=("browser", "jupyter"))
-        await runtime.start()
-        await runtime.execute(CmdRunAction(command="true"))
-        header = make_header(new_session_id(), tmp / "ws", MODEL, config.redacted_dict())
-        session = SessionLog.create(tmp / "sessions", header, secrets=[KEY])
-        box = _Timed(runtime, "execute")
-        controller = Controller(config, box, _InstantLLM(script), session)  # type: ignore[arg-type]
-        start = time.perf_counter()
-        result = await controller.run("echo things")
-        wall = time.perf_counter() - start
-        await runtime.close()
-        session.close()
+        result, wall, box, _ = await _run_echo_session(
+            tmp, "http://127.0.0.1:9/v1", steps, lambda _config: _InstantLLM(script)
+        )
         sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
-    if result.status != "success":
-        raise RuntimeError(f"loop-only session ended with {result.status}: {result.reason}")
     return (wall - sandbox_s) / result.steps * 1000
 
 
