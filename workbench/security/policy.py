@@ -71,7 +71,8 @@ def action_text(action: AnyAction) -> tuple[str, str]:
     return "", ""
 
 
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")"})
+_SEPARATOR_CHARS = frozenset(";&|()")
+"""A token made of these only (`;`, `&&`, `||`, `|`, `&`, `|&`, `;;`, parentheses) separates."""
 _SUBSTITUTIONS = ("$(", "`", "<(", ">(")
 _ESCAPED_GLOB = re.compile(r"\[[*?\[]\]")
 
@@ -111,7 +112,7 @@ def simple_commands(command: str) -> list[str] | None:
         except ValueError:
             return None
         for token in [*tokens, ";"]:
-            if token in _SEPARATORS or (set(token) <= set(";&|()") and token):
+            if token and set(token) <= _SEPARATOR_CHARS:
                 if words:
                     parts.append(" ".join(words))
                 words = []
