@@ -18,7 +18,6 @@ from sandbox.protocol import (
 from workbench.agent.messages import (
     NOT_ANSWERED,
     MessageBuilder,
-    TextCache,
     build_messages,
     truncate,
 )
@@ -211,20 +210,19 @@ def test_messages_pair_tool_calls_with_results() -> None:
     assert results["c2"] == "1"
 
 
-def test_message_texts_are_cached_by_event_and_fresh_dicts_built_each_time() -> None:
+def test_the_builder_hands_out_fresh_dicts_and_starts_over_for_another_conversation() -> None:
     call = ActionEvent(
         id=2, tool_name="execute_bash", tool_call_id="c1", action=CmdRunAction(command="ls")
     )
     events = [MessageEvent(id=1, source="user", text="task"), call, _obs(3, 2, "c1", "x" * 900)]
-    cache: TextCache = {}
-    first = build_messages("SYS", events, 300, cache)
-    assert first == build_messages("SYS", events, 300)  # the same as without a cache
-    assert set(cache) == {2, 3}
+    builder = MessageBuilder("SYS", 300)
+    first = builder.build(events)
+    assert first == build_messages("SYS", events, 300)  # the same as a full build
     first[2]["tool_calls"][0]["function"]["arguments"] = "changed by the caller"
-    assert build_messages("SYS", events, 300, cache) == build_messages("SYS", events, 300)
-    # An id seen again with another event (another conversation) is not taken from the cache.
+    assert builder.build(events) == build_messages("SYS", events, 300)
+    # The same ids again with other events (another conversation): nothing is taken over.
     other = [events[0], call, _obs(3, 2, "c1", "other output")]
-    assert build_messages("SYS", other, 300, cache)[3]["content"].startswith("other output")
+    assert builder.build(other)[3]["content"].startswith("other output")
 
 
 def test_unanswered_calls_get_a_placeholder_and_orphans_are_dropped() -> None:

@@ -9,8 +9,7 @@ providers reject a conversation with an unanswered call. Long results keep head 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from functools import partial
+from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
@@ -114,34 +113,13 @@ def tool_arguments(action: AnyAction, risk: str | None) -> dict[str, Any]:
     return args
 
 
-TextCache = dict[int, tuple[Event, str]]
-"""Texts already made from events (tool-call arguments, observation texts), by event id; the
-event itself is kept too, so that an id seen again with another event is not mistaken."""
-
-
 def _arguments_text(action: AnyAction, risk: str | None) -> str:
     return json.dumps(tool_arguments(action, risk))
 
 
-def _result_text(observation: AnyObservation, limit: int) -> str:
-    return truncate(observation_text(observation), limit)
-
-
-def _cached(cache: TextCache | None, event: Event, make: Callable[[], str]) -> str:
-    if cache is None:
-        return make()
-    hit = cache.get(event.id)
-    if hit is not None and hit[0] is event:
-        return hit[1]
-    text = make()
-    cache[event.id] = (event, text)
-    return text
-
-
-def _tool_call(event: ActionEvent | AgentErrorEvent, cache: TextCache | None = None) -> Message:
+def _tool_call(event: ActionEvent | AgentErrorEvent) -> Message:
     if isinstance(event, ActionEvent):
-        make = partial(_arguments_text, event.action, event.security_risk)
-        arguments = _cached(cache, event, make)
+        arguments = _arguments_text(event.action, event.security_risk)
     else:
         arguments = event.arguments
     return {
@@ -162,13 +140,12 @@ class _Unpaired:
     its malformed calls wait in `deferred` until it closes.
     """
 
-    def __init__(self, system: str, max_observation_chars: int, cache: TextCache | None) -> None:
+    def __init__(self, system: str, max_observation_chars: int) -> None:
         self.messages: list[Message] = [{"role": "system", "content": system}]
         self.assistant_at: list[int] = []  # where in `messages` each assistant message is
         self.group: Message | None = None  # the open assistant message collecting tool calls
         self.deferred: list[Message] = []
         self._limit = max_observation_chars
-        self._cache = cache
 
     def closed(self) -> list[Message]:
         """The messages as they are once the open assistant message closes."""
@@ -182,13 +159,12 @@ class _Unpaired:
                 self._append_assistant(self.group)
             if isinstance(event, ActionEvent) and event.thought and not self.group["content"]:
                 self.group["content"] = event.thought
-            self.group["tool_calls"].append(_tool_call(event, self._cache))
+            self.group["tool_calls"].append(_tool_call(event))
             if isinstance(event, AgentErrorEvent):
                 self.deferred.append(_tool_result(event.tool_call_id, f"ERROR: {event.content}"))
         elif isinstance(event, ObservationEvent):
             self._close_group()
-            make = partial(_result_text, event.observation, self._limit)
-            text = _cached(self._cache, event, make)
+            text = truncate(observation_text(event.observation), self._limit)
             self.messages.append(_tool_result(event.tool_call_id, text))
         elif isinstance(event, MessageEvent):
             self._close_group()
@@ -211,18 +187,14 @@ class _Unpaired:
 
 
 def build_messages(
-    system: str,
-    events: Iterable[Event],
-    max_observation_chars: int = 0,
-    cache: TextCache | None = None,
+    system: str, events: Iterable[Event], max_observation_chars: int = 0
 ) -> list[Message]:
     """The conversation for the next LLM call, from the system prompt and the events so far.
 
-    With a `cache` (one per conversation and limit, kept between calls) each event's text is
-    made once instead of at every step. `MessageBuilder` does the same for a growing event list
-    without going over the old events again.
+    `MessageBuilder` gives the same for a growing event list without going over the old events
+    again (each event's text is made once).
     """
-    unpaired = _Unpaired(system, max_observation_chars, cache)
+    unpaired = _Unpaired(system, max_observation_chars)
     for event in events:
         unpaired.add(event)
     return _pair_results(unpaired.closed())
@@ -243,7 +215,7 @@ class MessageBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self._unpaired = _Unpaired(self.system, self.max_observation_chars, None)
+        self._unpaired = _Unpaired(self.system, self.max_observation_chars)
         self._taken = 0  # events taken so far
         self._last: Event | None = None  # the last of them, to tell the same list grown
         self._paired: list[Message] = []  # the paired messages before `_paired_to`
