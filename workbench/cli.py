@@ -1,7 +1,8 @@
 """The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list.
 
-Only the standard library is imported before the arguments are parsed, so `--help` and usage
-errors answer at once; configuration (pydantic), the controller and litellm come after.
+Only the standard library (and `workbench.exit_codes`, which needs nothing else) is imported
+before the arguments are parsed, so `--help` and usage errors answer at once; configuration
+(pydantic), the controller and litellm come after.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-USAGE_EXIT = 2
+from workbench import exit_codes  # standard library only, like this module before parsing
+
+USAGE_EXIT = exit_codes.USAGE
 
 _EPILOG = """\
 commands:
@@ -27,10 +30,7 @@ environment:
   WORKBENCH_CONFIG_DIR, WORKBENCH_DATA_DIR where the config file and sessions live
 
 exit codes (headless):
-  0 success   1 agent gave up   2 usage/config error   3 max iterations   4 budget
-  5 stuck   6 rejected by policy   7 LLM error   8 sandbox error   9 malformed tool calls
-  10 internal error   130 interrupted
-See docs/headless.md for the JSON lines schema.
+{exit_codes}See docs/headless.md for the exit codes' meanings and the JSON lines schema.
 """
 
 
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="workbench",
         description="An LLM agent working in a sandbox (shell, editor, Jupyter, browser). "
         "Opens the terminal UI unless --headless is given.",
-        epilog=_EPILOG,
+        epilog=_EPILOG.format(exit_codes=exit_codes.help_list()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--headless", action="store_true", help="run one task without the UI")
@@ -228,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else USAGE_EXIT
     except KeyboardInterrupt:
-        return 130
+        return exit_codes.INTERRUPTED
 
 
 if __name__ == "__main__":
