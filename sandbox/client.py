@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 
+from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.protocol import (
     Action,
     FileEntry,
@@ -17,7 +18,6 @@ from sandbox.protocol import (
     parse_observation,
     parse_stream_event,
 )
-from sandbox.runtimes.base import SandboxConnectionError, SandboxError, SandboxRequestError
 
 __all__ = ["SandboxClient", "SandboxConnectionError", "SandboxError", "SandboxRequestError"]
 

@@ -1,6 +1,7 @@
 """Runtimes: where the sandbox server runs. All speak to it through `sandbox.client`.
 
-- `base`: the `Runtime` protocol, `SandboxError`, and `ServerRuntime` (restarts, streaming).
+- `base`: the `Runtime` protocol and `ServerRuntime` (restarts, streaming); errors are in
+  `sandbox.errors`.
 - `local`: the server as a child process of this one (optionally isolated by `bwrap`).
 - `docker`: the server in a container; `remote`: a server somebody else runs, by URL + key.
 Modules are imported by name when a runtime is created, so unused ones cost nothing.
@@ -11,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sandbox.runtimes.base import Runtime, SandboxError
+from sandbox.errors import SandboxError
+from sandbox.runtimes.base import Runtime
 
 RUNTIMES = {
     "local": ("sandbox.runtimes.local", "LocalRuntime"),

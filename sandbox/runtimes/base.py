@@ -1,8 +1,10 @@
-"""The `Runtime` interface, its errors, and `ServerRuntime`: a runtime that talks to a server.
+"""The `Runtime` interface and `ServerRuntime`: a runtime that talks to a server.
 
 Local, docker and remote runtimes all own a `SandboxClient`; they differ only in how the
 server is started, checked and stopped. `ServerRuntime` holds what they share: the calls,
 restarting a server that died (the next observation says so), and a stream that survives it.
+It sees the client only as a `ServerClient`, so this module never imports `sandbox.client`
+(nor aiohttp). The errors live in `sandbox.errors` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
+from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.protocol import (
     Action,
     CmdRunAction,
@@ -23,32 +26,65 @@ from sandbox.protocol import (
     StreamEvent,
 )
 
-if TYPE_CHECKING:
-    from sandbox.client import SandboxClient
+__all__ = [
+    "LOST_ACTION",
+    "RESTART_NOTE",
+    "Runtime",
+    "RuntimeState",
+    "SandboxConnectionError",
+    "SandboxError",
+    "SandboxRequestError",
+    "ServerClient",
+    "ServerRuntime",
+    "with_note",
+]
 
 RuntimeState = Literal["stopped", "starting", "ready", "restarting", "dead", "closed"]
 T = TypeVar("T")
 
 
-class SandboxError(Exception):
-    """The sandbox could not be reached, started or restarted."""
+class ServerClient(Protocol):
+    """What `ServerRuntime` calls on its client (`sandbox.client.SandboxClient` is one)."""
 
+    async def health(self) -> ServerInfo:
+        """The server's `/health` answer."""
+        ...
 
-class SandboxConnectionError(SandboxError):
-    """The server did not answer; `sent` tells whether the request may have reached it."""
+    async def execute(
+        self,
+        action: Action,
+        timeout: float | None = None,  # noqa: ASYNC109 (the contract's name)
+    ) -> Observation:
+        """Run `action` on the server."""
+        ...
 
-    def __init__(self, message: str, *, sent: bool = False) -> None:
-        super().__init__(message)
-        self.sent = sent
+    async def send_input(self, text: str) -> bool:
+        """Type text or a key into the running command."""
+        ...
 
+    def stream(self) -> AsyncIterator[StreamEvent]:
+        """Shell output events until either side closes."""
+        ...
 
-class SandboxRequestError(SandboxError):
-    """The server refused a request (HTTP 4xx/5xx); the message is the server's."""
+    async def download(self, path: str) -> bytes:
+        """The bytes of a workspace file."""
+        ...
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.message = message
+    async def artifact(self, name: str) -> bytes:
+        """The bytes of an artifact by name."""
+        ...
+
+    async def upload(self, path: str, data: bytes) -> None:
+        """Write a workspace file."""
+        ...
+
+    async def list_files(self, path: str = ".") -> list[FileEntry]:
+        """The entries of a workspace directory."""
+        ...
+
+    async def close(self) -> None:
+        """Close the connections."""
+        ...
 
 
 class Runtime(Protocol):
@@ -127,7 +163,7 @@ class ServerRuntime(ABC):
         self.state: RuntimeState = "stopped"
         self.restarts = 0
         self.soft_timeout_s = soft_timeout_s
-        self._client: SandboxClient | None = None
+        self._client: ServerClient | None = None
         self._generation = 0
         self._changed = asyncio.Event()
         self._restart_lock: asyncio.Lock | None = None
@@ -135,7 +171,7 @@ class ServerRuntime(ABC):
     # ------------------------------------------------------------------ for subclasses
 
     @abstractmethod
-    async def _launch(self) -> SandboxClient:
+    async def _launch(self) -> ServerClient:
         """Start a server and return a client connected to it; raise SandboxError if not."""
 
     @abstractmethod
@@ -248,12 +284,12 @@ class ServerRuntime(ABC):
     def _closed(self) -> bool:
         return self.state == "closed"
 
-    def _set_client(self, client: SandboxClient) -> None:
+    def _set_client(self, client: ServerClient) -> None:
         self._client = client
         self._generation += 1
         self._changed.set()
 
-    def _require_client(self) -> SandboxClient:
+    def _require_client(self) -> ServerClient:
         if self._client is None:
             if self.state == "closed":
                 raise SandboxError("This runtime was closed; create a new one.")
@@ -270,7 +306,7 @@ class ServerRuntime(ABC):
         await self._restart(self._client)
         return RESTART_NOTE
 
-    async def _call(self, call: Callable[[SandboxClient], Awaitable[T]]) -> T:
+    async def _call(self, call: Callable[[ServerClient], Awaitable[T]]) -> T:
         await self._ensure_running()
         client = self._require_client()
         try:
@@ -281,7 +317,7 @@ class ServerRuntime(ABC):
             await self._restart(client)
             return await call(self._require_client())
 
-    async def _restart(self, failed: SandboxClient | None) -> None:
+    async def _restart(self, failed: ServerClient | None) -> None:
         if self._restart_lock is None:
             self._restart_lock = asyncio.Lock()
         async with self._restart_lock:

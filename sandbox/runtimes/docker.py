@@ -22,12 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.client import SandboxClient
-from sandbox.runtimes.base import (
-    SandboxConnectionError,
-    SandboxError,
-    SandboxRequestError,
-    ServerRuntime,
-)
+from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
+from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_image import (
     DEFAULT_BASE_IMAGE,
     DEFAULT_IMAGE_PREFIX,

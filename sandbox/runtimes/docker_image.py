@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from sandbox.runtimes.base import SandboxError
+from sandbox.errors import SandboxError
 from sandbox.runtimes.wheelhouse import (
     PythonTarget,
     build_sandbox_wheel,

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from sandbox.runtimes.base import SandboxError, ServerRuntime
+from sandbox.errors import SandboxError
+from sandbox.runtimes.base import ServerRuntime
 
 if TYPE_CHECKING:
     from sandbox.client import SandboxClient

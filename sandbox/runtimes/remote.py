@@ -13,15 +13,9 @@ import contextlib
 import time
 
 from sandbox.client import SandboxClient
+from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.protocol import PROTOCOL_VERSION, Action, ErrorObservation, Observation, ServerInfo
-from sandbox.runtimes.base import (
-    RESTART_NOTE,
-    SandboxConnectionError,
-    SandboxError,
-    SandboxRequestError,
-    ServerRuntime,
-    with_note,
-)
+from sandbox.runtimes.base import RESTART_NOTE, ServerRuntime, with_note
 
 RECONNECT_NOTE = (
     "The remote sandbox server was restarted since the last action: the shell's state "

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.runtimes.base import SandboxError
+from sandbox.errors import SandboxError
 
 SANDBOX_REQUIREMENTS: tuple[str, ...] = (
     "pydantic",

@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 
 from sandbox.client import SandboxClient
+from sandbox.errors import SandboxConnectionError, SandboxRequestError
 from sandbox.protocol import (
     CmdOutputObservation,
     CmdRunAction,
@@ -29,7 +30,6 @@ from sandbox.protocol import (
     OutputChunk,
     StreamEvent,
 )
-from sandbox.runtimes.base import SandboxConnectionError, SandboxRequestError
 
 
 @dataclass
