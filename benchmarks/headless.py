@@ -25,8 +25,9 @@ Prints progress lines, then ONE JSON object on its last line:
   through `litellm.acompletion` called directly, with no workbench code, minus the same
   server time: what litellm alone costs per call on this machine at this moment.
   `overhead_beyond_litellm_ms` is the difference. `loop_only_ms`: the same session with the
-  LLM client replaced by an in-process stand-in giving the same replies at once (no litellm,
-  no HTTP), minus sandbox time: workbench's own loop (messages, parsing, policy, events, log).
+  LLM client replaced by `workbench.testing.fake_llm.FakeLLM` giving the same replies at once
+  (no litellm, no HTTP), minus sandbox time: workbench's own loop (messages, parsing, policy,
+  events, log).
 - `gc_full_ms`: one full garbage collection in the session's process after the session (what
   a collection the interpreter starts by itself would stall the loop for); baseline
   `bare_litellm_gc_full_ms`, the same in a process that only imported litellm.
@@ -351,44 +352,15 @@ async def _session(steps: int) -> dict[str, float]:
     }
 
 
-class _InstantLLM:
-    """Stands in for `LLMClient` with the same replies, at once: no litellm, no HTTP."""
-
-    def __init__(self, script: list[dict[str, Any]]) -> None:
-        self._replies = iter(script)
-        self.model = MODEL
-
-    async def complete(self, messages: list[dict[str, Any]], tools: Any = None) -> Any:
-        from workbench.llm import LLMResponse, ToolCall
-
-        calls = next(self._replies)["tool_calls"]
-        return LLMResponse(
-            content="",
-            tool_calls=[
-                ToolCall(
-                    id=f"call_{id(call)}",
-                    name=call["name"],
-                    arguments=json.dumps(call["arguments"]),
-                )
-                for call in calls
-            ],
-            model=MODEL,
-            prompt_tokens=100,
-            completion_tokens=10,
-            cost=0.0,
-            latency_ms=0.0,
-            retries=0,
-            finish_reason="tool_calls",
-        )
-
-
 async def _loop_only(steps: int) -> float:
-    """Milliseconds per step of the same session with `_InstantLLM`, minus sandbox time."""
+    """Milliseconds per step of the same session with `FakeLLM`, minus sandbox time."""
+    from workbench.testing.fake_llm import FakeLLM
+
     script = _echo_script(steps)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         result, wall, box, _ = await _run_echo_session(
-            tmp, "http://127.0.0.1:9/v1", steps, lambda _config: _InstantLLM(script)
+            tmp, "http://127.0.0.1:9/v1", steps, lambda _config: FakeLLM(script, model=MODEL)
         )
         sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
     return (wall - sandbox_s) / result.steps * 1000

@@ -1,5 +1,7 @@
-"""Test support shipped in the package: the scripted OpenAI-compatible LLM server.
+"""Test support shipped in the package, starting with stand-ins for the LLM.
 
-`workbench.testing.llm_server.ScriptedLLMServer` is the only stand-in the test suite uses;
-`workbench.testing.scripts` validates its scripts and builds the replies.
+`workbench.testing.llm_server.ScriptedLLMServer` is an OpenAI-compatible server reached over
+HTTP through litellm; `workbench.testing.fake_llm.FakeLLM` replaces the LLM client in-process
+(no litellm, no HTTP) for loop-only tests and benchmarks. `workbench.testing.scripts`
+validates the scripts both play and builds the server's replies.
 """
