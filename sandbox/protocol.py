@@ -133,6 +133,10 @@ class IPythonObservation(_Model):
     """Artifact names, fetched with the server's download endpoint."""
     error: bool = False
     note: str | None = None
+    cwd: str = ""
+    """The kernel's working directory after the cell ("" from servers that do not say)."""
+    python: str = ""
+    """The kernel's Python interpreter ("" from servers that do not say)."""
 
 
 class BrowseObservation(_Model):
@@ -145,6 +149,10 @@ class BrowseObservation(_Model):
     content: str = ""
     axtree: str = ""
     screenshot: str | None = None
+    screenshot_path: str = ""
+    """Where the screenshot file is on the sandbox's file system ("" when none was saved)."""
+    downloads: list[str] = Field(default_factory=list)
+    """Files this action downloaded, as absolute paths in the workspace."""
     error: str | None = None
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections import deque
 
 DEFAULT_LIMIT = 30_000
+MIN_LIMIT = 100
+"""The smallest limit that leaves room for a head, a tail and the marker between them."""
 
 
 class HeadTailBuffer:
     """Collects streamed text and keeps the first and last `limit / 2` characters of it."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
-        if limit < 100:
+        if limit < MIN_LIMIT:
             raise ValueError(f"the output limit must be at least 100 characters, not {limit}")
         self.limit = limit
         self._head_cap = limit // 2
@@ -86,9 +88,10 @@ def cut_marker(chars: int, lines: int, at_line_start: bool = True) -> str:
 
 
 def truncate_middle(text: str, limit: int = DEFAULT_LIMIT) -> str:
-    """`text` itself if it fits in `limit` characters, else its head and tail with a marker."""
-    if len(text) <= limit:
+    """`text` itself if it fits in `limit` characters (or `limit` is 0: no limit), else its
+    head and tail with a marker; limits under `MIN_LIMIT` count as `MIN_LIMIT`."""
+    if limit <= 0 or len(text) <= limit:
         return text
-    buffer = HeadTailBuffer(limit)
+    buffer = HeadTailBuffer(max(limit, MIN_LIMIT))
     buffer.append(text)
     return buffer.take()

@@ -190,7 +190,7 @@ def _sessions_command(argv: Sequence[str]) -> int:
     import json
 
     from workbench.config import ConfigError, load_config
-    from workbench.headless import sessions_dir_of
+    from workbench.session import sessions_dir_of
     from workbench.session_log import list_summaries
 
     try:

@@ -13,18 +13,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sandbox.protocol import (
-    BrowseObservation,
-    CmdRunAction,
-    ErrorObservation,
-    IPythonObservation,
-)
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
 from workbench.agent.messages import MessageBuilder, observation_text, tool_arguments
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
-from workbench.agent.tools import tool_names, tool_schemas
 from workbench.budget import Budget
 from workbench.config_schema import Config
 from workbench.event_hub import EventHub
@@ -36,18 +29,17 @@ from workbench.events import (
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
-    FinishAction,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
     RejectedObservation,
-    ThinkAction,
-    ThinkObservation,
 )
 from workbench.exit_codes import RunResult, Status
 from workbench.security.policy import Decision, check, headless_decision
 from workbench.session_log import SessionLog
 from workbench.stuck import Step, StuckDetector
+from workbench.tools.base import ToolContext
+from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
     from workbench.llm import LLMClient, ToolCall
@@ -95,12 +87,10 @@ class Controller(EventHub):
         self.confirm = confirm
         self.workspace = workspace or session.header.workspace
         # Offer only the tools the sandbox can run (a Docker image has no browser, for one).
-        can = executors or {}
-        self.tools = tool_schemas(
-            config.agent.enable_jupyter and can.get("jupyter", True),
-            config.agent.enable_browser and can.get("browser", True),
-        )
-        self.system = system_prompt(self.workspace, tool_names(self.tools))
+        self.tools = REGISTRY.offered(config, executors)
+        self.tool_schemas = schemas(self.tools)
+        self.system = system_prompt(self.workspace, self.tools)
+        self._tool_context = ToolContext(runtime, self.workspace)
         # The conversation sent to the LLM, grown with the events instead of remade each step.
         self._messages = MessageBuilder(self.system, config.agent.max_observation_chars)
         self.steps = 0
@@ -228,7 +218,7 @@ class Controller(EventHub):
         from workbench.llm import LLMError
 
         try:
-            response = await self._guard(self.llm.complete(messages, self.tools))
+            response = await self._guard(self.llm.complete(messages, self.tool_schemas))
         except LLMError as exc:
             self._emit(
                 ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
@@ -305,12 +295,10 @@ class Controller(EventHub):
 
     async def _run_action(self, event: ActionEvent) -> None:
         action = event.action
-        if isinstance(action, FinishAction):
-            status: Status = "success" if action.outcome == "success" else "gave_up"
-            raise _Stop(status, action.message)
-        if isinstance(action, ThinkAction):
-            self._observe(event, ThinkObservation())
-            return
+        tool = REGISTRY.for_action(action)
+        ends = tool.ends_run(action)
+        if ends is not None:
+            raise _Stop(*ends)
         verdict = check(action, event.security_risk, self.config.security, self.workspace)
         decision = verdict.decision
         if decision is None and verdict.needs_confirmation:
@@ -341,33 +329,20 @@ class Controller(EventHub):
                     raise _Stop("rejected", decision.reason or decision.rule)
                 return
         try:
-            observation = await self._guard(self.runtime.execute(action))
+            observation = await self._guard(tool.execute(action, self._tool_context))
         except SandboxError as exc:
             self._emit(ErrorEvent(id=self._next_id(), error_kind="sandbox", message=str(exc)))
             raise _Stop("sandbox_error", str(exc)) from None
         except _Stop:
-            if isinstance(action, CmdRunAction):  # the server would run it on: interrupt it
-                await self._interrupt_shell()
+            await tool.interrupt(self._tool_context)  # what it started may still be running
             raise
         await self._keep_images(observation)
         self._observe(event, observation)
 
-    async def _interrupt_shell(self) -> None:
-        """Send C-c to the shell command a stop cut short (best effort, bounded)."""
-        try:
-            await asyncio.wait_for(self.runtime.send_input("C-c"), 5)
-        except (SandboxError, TimeoutError, OSError) as exc:
-            log.warning("could not interrupt the running command: %s", exc)
-
     async def _keep_images(self, observation: AnyObservation) -> None:
         """Copy the images an observation names into the session folder, so a reopened
         session shows them after the sandbox is gone. A failed copy costs only the picture."""
-        names: list[str] = []
-        if isinstance(observation, IPythonObservation):
-            names = list(observation.images)
-        elif isinstance(observation, BrowseObservation) and observation.screenshot:
-            names = [observation.screenshot]
-        for name in names:
+        for name in REGISTRY.for_observation(observation).files(observation):
             try:
                 self.session.write_payload(name, await self.runtime.download(name))
             except (SandboxError, OSError, ValueError) as exc:
@@ -388,9 +363,7 @@ class Controller(EventHub):
             )
         )
         text = observation_text(observation)
-        failed = isinstance(observation, ErrorObservation) or (
-            getattr(observation, "exit_code", 0) not in (0, -1)
-        )
+        failed = REGISTRY.for_observation(observation).failed(observation)
         args = tool_arguments(event.action, None)
         self._stuck.record(Step(f"{event.tool_name} {args}", text, text if failed else None))
 

@@ -1,14 +1,16 @@
 """Events: the one currency of a session. Each is immutable, has an id, a time and a source.
 
 The controller emits them, the session log stores them (one JSON line each), the headless
-printer and the TUI render them, replay feeds them back. Actions and observations that reach
-the sandbox are the models of `sandbox.protocol`; `think` and `finish` stay in the agent.
+printer and the TUI render them, and the TUI shows a saved log again. Actions and observations
+that reach the sandbox are the models of `sandbox.protocol`; `think` and `finish` stay in the
+agent; a tool registered at run time (`workbench.tools`) records a `ToolCallAction` and answers
+with a `ToolResultObservation`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -63,6 +65,23 @@ class FinishAction(_Frozen):
     outcome: Literal["success", "gave_up"] = "success"
 
 
+class ToolCallAction(_Frozen):
+    """A call to a tool registered at run time: the tool's name and its checked arguments."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultObservation(_Frozen):
+    """What a tool registered at run time answered; `error` when the call failed."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    tool: str
+    content: str
+    error: bool = False
+
+
 class ThinkObservation(_Frozen):
     """The acknowledgement of a thought."""
 
@@ -84,7 +103,8 @@ AnyAction = Annotated[
     | IPythonAction
     | BrowseAction
     | ThinkAction
-    | FinishAction,
+    | FinishAction
+    | ToolCallAction,
     Field(discriminator="kind"),
 ]
 
@@ -96,7 +116,8 @@ AnyObservation = Annotated[
     | BrowseObservation
     | ErrorObservation
     | ThinkObservation
-    | RejectedObservation,
+    | RejectedObservation
+    | ToolResultObservation,
     Field(discriminator="kind"),
 ]
 

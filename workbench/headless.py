@@ -12,22 +12,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, TextIO
 
 from sandbox.runtimes.base import Runtime, SandboxError
-from workbench import exit_codes, paths
+from workbench import exit_codes
 from workbench.config_schema import Config, LLMConfig
 from workbench.controller import Controller, RunResult
 from workbench.events import ActionEvent, ErrorEvent, Event, LLMCallEvent, StateChangedEvent
 from workbench.exit_codes import Status
 from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
-from workbench.session_log import Scrubber, SessionLog, make_header, new_session_id
+from workbench.session import (
+    make_llm,
+    make_runtime,
+    new_log,
+    open_controller,
+    scrubber_of,
+    start_runtime,
+    workspace_of,
+)
+from workbench.session_log import SessionLog
 
 MAX_NUDGES = 2
 NUDGE = (
@@ -35,58 +42,6 @@ NUDGE = (
     "your own. When it is done, call `finish`; if you cannot complete it, call `finish` with "
     'outcome "gave_up" and say why.'
 )
-
-
-def workspace_of(config: Config) -> Path:
-    """The workspace directory: `sandbox.workspace`, or the current directory."""
-    return Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
-
-
-def sessions_dir_of(config: Config) -> Path:
-    """Where this config puts session logs."""
-    return Path(config.session.dir).expanduser() if config.session.dir else paths.sessions_dir()
-
-
-def secrets_of(config: Config) -> list[str]:
-    """Secret values that must never be written or printed."""
-    values = [
-        config.llm.api_key.get_secret_value(),
-        config.sandbox.remote.api_key.get_secret_value(),
-    ]
-    return [v for v in values if v]
-
-
-def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
-    """Keyword arguments for `create_runtime(config.sandbox.runtime, ...)`."""
-    box = config.sandbox
-    options: dict[str, Any] = {"soft_timeout_s": box.soft_timeout_s}
-    if box.runtime == "remote":
-        options |= {"url": box.remote.url, "api_key": box.remote.api_key.get_secret_value()}
-        return options
-    disabled = [
-        name
-        for name, on in (
-            ("browser", config.agent.enable_browser),
-            ("jupyter", config.agent.enable_jupyter),
-        )
-        if not on
-    ]
-    options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
-    if box.runtime == "local":
-        options |= {"isolation": box.local.isolation}
-    else:
-        docker = box.docker
-        options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
-        options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
-        options |= {"image_prefix": docker.image_prefix}
-    return options
-
-
-def make_runtime(config: Config, workspace: Path) -> Runtime:
-    """The configured runtime (not started)."""
-    from sandbox.runtimes import create_runtime
-
-    return create_runtime(config.sandbox.runtime, **runtime_options(config, workspace))
 
 
 class _Nudger:
@@ -116,8 +71,8 @@ def _import_litellm_in_background(config: LLMConfig) -> asyncio.Future[None]:
     done: asyncio.Future[None] = loop.create_future()
 
     def work() -> None:
-        from workbench.agent.tools import tool_schemas
         from workbench.llm import load_litellm, prime_litellm
+        from workbench.tools.registry import REGISTRY, schemas
 
         error: BaseException | None = None
         try:
@@ -125,7 +80,7 @@ def _import_litellm_in_background(config: LLMConfig) -> asyncio.Future[None]:
         except BaseException as exc:
             error = exc
         else:
-            prime_litellm(config, tool_schemas())
+            prime_litellm(config, schemas(REGISTRY.tools()))
         with contextlib.suppress(RuntimeError):  # the loop may be closed by now
             loop.call_soon_threadsafe(_settle, done, error)
 
@@ -142,34 +97,22 @@ def _settle(future: asyncio.Future[None], exc: BaseException | None) -> None:
         future.set_exception(exc)
 
 
-async def _start_runtime(config: Config, workspace: Path) -> Runtime:
-    runtime = make_runtime(config, workspace)
-    try:
-        await runtime.start()
-    except BaseException:
-        await runtime.close()
-        raise
-    return runtime
-
-
 async def run_session(
     config: Config, task: str, printer: Printer, started: float | None = None
 ) -> dict[str, Any]:
     """Run `task` once; returns the summary (status, exit code, accounting, session id)."""
-    from workbench.llm import LLMClient, LLMError
+    from workbench.llm import LLMError
 
     started = time.monotonic() if started is None else started
     # litellm's import (and priming) in a thread, meanwhile ...
     warm = _import_litellm_in_background(config.llm)
-    workspace = workspace_of(config)
-    session_id = new_session_id()
-    header = make_header(session_id, workspace, config.llm.model, config.redacted_dict())
-    session = SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+    session = new_log(config)
+    session_id = session.session_id
     printer.start(
         {
             "session_id": session_id,
             "model": config.llm.model,
-            "workspace": str(workspace),
+            "workspace": str(workspace_of(config)),
             "log": str(session.path),
         }
     )
@@ -194,16 +137,12 @@ async def run_session(
         loop.add_signal_handler(sig, on_signal)
     runtime: Runtime | None = None
     try:
-        runtime = await _start_runtime(config, workspace)  # ... while the sandbox starts
-        info = await runtime.info()
+        runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
         await warm
-        llm = LLMClient(
-            config.llm,
-            on_retry=lambda err, n, wait: printer.notice(err.retry_notice(n, wait)),
+        llm = make_llm(
+            config, on_retry=lambda err, n, wait: printer.notice(err.retry_notice(n, wait))
         )
-        controller = Controller(
-            config, runtime, llm, session, workspace=info.workspace, executors=info.executors
-        )
+        controller = await open_controller(config, runtime, llm, session)
 
         def show(event: Event) -> None:
             if isinstance(event, LLMCallEvent):
@@ -287,7 +226,7 @@ def run_headless(
     started: float | None = None,
 ) -> int:
     """Run one task headless and return the process exit code."""
-    scrub = Scrubber(secrets_of(config))
+    scrub = scrubber_of(config)
     kind = JsonPrinter if json_mode else HumanPrinter
     printer = kind(out, err, all_events=config.log_all_events, scrub=scrub)
     try:

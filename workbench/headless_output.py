@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
-from workbench.agent.messages import observation_text, truncate
+from sandbox.truncate import truncate_middle
+from workbench.agent.messages import observation_text
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
@@ -21,13 +21,12 @@ from workbench.events import (
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
-    FinishAction,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
     StateChangedEvent,
-    ThinkAction,
 )
+from workbench.tools.registry import REGISTRY
 
 JSONL_VERSION = 1
 PROGRESS_KINDS = frozenset(
@@ -110,24 +109,8 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 
 def describe_action(event: ActionEvent) -> str:
-    """A one-line description of an action for people."""
-    action = event.action
-    if isinstance(action, CmdRunAction):
-        if action.is_input:
-            return f"$ (input) {action.command!r}"
-        return f"$ {action.command}" if action.command else "$ (read more output)"
-    if isinstance(action, FileEditAction):
-        return f"edit {action.command} {action.path}"
-    if isinstance(action, IPythonAction):
-        first, *rest = action.code.splitlines() or [""]
-        return f">>> {first}" + (f"  (+{len(rest)} lines)" if rest else "")
-    if isinstance(action, BrowseAction):
-        return f"browse {action.action}"
-    if isinstance(action, ThinkAction):
-        return f"think: {action.thought}"
-    if isinstance(action, FinishAction):
-        return f"finish ({action.outcome}): {action.message}"
-    return f"{event.tool_name}"
+    """A one-line description of an action for people (its tool's)."""
+    return REGISTRY.for_action(event.action).describe(event.action)
 
 
 class HumanPrinter(Printer):
@@ -153,7 +136,7 @@ class HumanPrinter(Printer):
                 self.line(_indent(event.thought, "  ~ "))
             self.line(f"[{self.steps}] {describe_action(event)}{risk}")
         elif isinstance(event, ObservationEvent):
-            text = truncate(observation_text(event.observation), _HUMAN_OBS_CHARS)
+            text = truncate_middle(observation_text(event.observation), _HUMAN_OBS_CHARS)
             if text:
                 self.line(_indent(text))
         elif isinstance(event, AgentErrorEvent):

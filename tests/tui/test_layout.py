@@ -17,6 +17,7 @@ from workbench.events import (
     ConfirmationRequestEvent,
     ObservationEvent,
 )
+from workbench.testing.fake_backend import FakeBackend
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.prompt import PromptInput
@@ -144,54 +145,10 @@ async def test_resizing_the_terminal_switches_between_stacked_and_side_by_side(
         assert main.has_class("-narrow")
 
 
-class _AnswerRecorder:
-    """A backend that only records what the app sends it."""
-
-    def __init__(self) -> None:
-        self.answers: list[str] = []
-        self.sent: list[str] = []
-
-    def attach(self, app: WorkbenchApp) -> None:
-        """Nothing to report to."""
-
-    async def start(self) -> None:
-        """Nothing to start."""
-
-    async def submit(self, text: str) -> None:
-        """Keep the message."""
-        self.sent.append(text)
-
-    async def answer(self, cause: int, answer: str) -> None:
-        """Keep the answer."""
-        self.answers.append(answer)
-
-    async def shell_input(self, text: str) -> None:
-        """No shell."""
-
-    async def load_artifact(self, name: str) -> bytes:
-        """No files."""
-        raise FileNotFoundError(name)
-
-    def pause(self) -> None:
-        """No agent."""
-
-    def resume(self) -> None:
-        """No agent."""
-
-    def stop(self) -> None:
-        """No agent."""
-
-    async def new_session(self) -> None:
-        """No session."""
-
-    async def close(self) -> None:
-        """Nothing to stop."""
-
-
-def _recorded(app_factory: Callable[..., WorkbenchApp]) -> tuple[WorkbenchApp, _AnswerRecorder]:
+def _recorded(app_factory: Callable[..., WorkbenchApp]) -> tuple[WorkbenchApp, FakeBackend]:
     app = app_factory()
-    backend = _AnswerRecorder()
-    app.backend = backend  # type: ignore[assignment]
+    backend = FakeBackend()
+    app.backend = backend
     return app, backend
 
 

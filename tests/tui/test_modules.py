@@ -12,13 +12,13 @@ from conftest import make_config
 from workbench.tui import terminal
 from workbench.tui.app import create_app
 from workbench.tui.bridge import IMPORT_SWITCH_INTERVAL_S, ControllerBackend
-from workbench.tui.commands import palette_commands
+from workbench.tui.commands import palette_entries
 
 
 async def test_palette_has_an_entry_for_every_footer_action(tmp_path: Path) -> None:
     app = create_app(None, None, image_mode="halfcell", user_themes=tmp_path / "none")
     async with app.run_test(size=(80, 24)):
-        titles = [command.title for command in palette_commands(app)]
+        titles = [entry.title for entry in palette_entries(app.PANES)]
         assert {"New session", "Pause / resume", "Stop the agent", "Settings"} <= set(titles)
         assert {"Show shell pane", "Show jupyter pane", "Show browser pane"} <= set(titles)
         everything = [c.title for c in app.get_system_commands(app.screen)]

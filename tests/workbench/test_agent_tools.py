@@ -6,6 +6,9 @@ import json
 import random
 
 import pytest
+from workbench.config_schema import Config
+from workbench.tools.ipython import IPythonTool
+from workbench.tools.registry import REGISTRY, AnyTool, schemas
 
 from sandbox.protocol import (
     BrowseAction,
@@ -15,15 +18,14 @@ from sandbox.protocol import (
     IPythonAction,
     IPythonObservation,
 )
+from sandbox.truncate import truncate_middle as truncate
 from workbench.agent.messages import (
     NOT_ANSWERED,
     MessageBuilder,
     build_messages,
-    truncate,
 )
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
-from workbench.agent.tools import tool_names, tool_schemas
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
@@ -35,7 +37,18 @@ from workbench.events import (
     ThinkAction,
 )
 
-TOOLS = tool_schemas(enable_jupyter=True, enable_browser=True)
+def _offered(jupyter: bool, browser: bool) -> list[AnyTool]:
+    config = Config()
+    config.agent.enable_jupyter = jupyter
+    config.agent.enable_browser = browser
+    return REGISTRY.offered(config)
+
+
+def tool_names(tools: list[AnyTool]) -> list[str]:
+    return [tool.name for tool in tools]
+
+
+TOOLS = _offered(jupyter=True, browser=True)
 
 
 def _call(name: str, args: object) -> object:
@@ -44,7 +57,7 @@ def _call(name: str, args: object) -> object:
 
 
 def test_tool_set_follows_config() -> None:
-    assert tool_names(tool_schemas(False, False)) == [
+    assert tool_names(_offered(False, False)) == [
         "execute_bash",
         "str_replace_editor",
         "think",
@@ -54,14 +67,14 @@ def test_tool_set_follows_config() -> None:
 
 
 def test_execute_bash_schema_is_exactly_the_seed_contract() -> None:
-    bash = next(t for t in TOOLS if t["function"]["name"] == "execute_bash")["function"]
+    bash = next(t for t in schemas(TOOLS) if t["function"]["name"] == "execute_bash")["function"]
     params = bash["parameters"]
     assert set(params["properties"]) == {"command", "is_input", "timeout", "security_risk"}
     assert params["properties"]["is_input"]["enum"] == ["true", "false"]
     assert params["properties"]["timeout"]["type"] == "number"
     assert params["properties"]["security_risk"]["enum"] == ["LOW", "MEDIUM", "HIGH"]
     assert set(params["required"]) == {"command", "security_risk"}
-    for tool in TOOLS:
+    for tool in schemas(TOOLS):
         assert len(tool["function"]["description"]) > 40
 
 
@@ -143,20 +156,22 @@ def test_malformed_calls_get_precise_errors(name: str, args: object, expected: s
 
 
 def test_system_prompt_names_workspace_tools_and_skills() -> None:
-    names = tool_names(TOOLS)
-    text = system_prompt("/home/me/proj", names, skills="open_file(path, line=1): open a file")
+    skills = IPythonTool(skills="open_file(path, line=1): open a file")
+    tools = [skills if tool.name == skills.name else tool for tool in TOOLS]
+    text = system_prompt("/home/me/proj", tools)
     assert "/home/me/proj" in text
-    for name in names:
+    for name in tool_names(TOOLS):
         assert f"`{name}`" in text
     assert "open_file(path, line=1)" in text
-    assert "open_file" not in system_prompt("/w", ["execute_bash", "finish"], skills="open_file()")
+    without = [tool for tool in tools if tool.name != skills.name]
+    assert "open_file" not in system_prompt("/w", without)
 
 
 def test_truncate_keeps_head_and_tail() -> None:
     text = "HEAD" + "x" * 10_000 + "TAIL"
     cut = truncate(text, 200)
     assert cut.startswith("HEAD") and cut.endswith("TAIL") and len(cut) < 300
-    assert "characters cut" in cut
+    assert "characters (0 lines) omitted from the middle" in cut
     assert truncate("short", 200) == "short"
 
 
@@ -205,7 +220,7 @@ def test_messages_pair_tool_calls_with_results() -> None:
     assert assistant["tool_calls"][1]["function"]["arguments"] == "{}"
     results = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert results["c3"] == "ERROR: no such tool"
-    assert results["c1"].startswith("a.txt") and "characters cut" in results["c1"]
+    assert results["c1"].startswith("a.txt") and "omitted from the middle" in results["c1"]
     assert results["c1"].endswith("[exit code 0, cwd /w]")
     assert results["c2"] == "1"
 

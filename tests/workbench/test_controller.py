@@ -26,7 +26,7 @@ from workbench.events import (
     StateChangedEvent,
 )
 from workbench.llm import load_litellm
-from workbench.security import Decision
+from workbench.security.policy import Decision
 from workbench.session_log import read
 
 

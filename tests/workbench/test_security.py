@@ -7,7 +7,9 @@ import pytest
 from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
 from workbench.config_schema import SecurityConfig
 from workbench.events import FinishAction, ThinkAction
-from workbench.security import analyze, check, headless_decision, higher
+from workbench.security.analyzer import higher
+from workbench.security.policy import assess as analyze
+from workbench.security.policy import check, headless_decision
 
 WS = "/home/me/proj"
 

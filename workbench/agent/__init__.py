@@ -1,7 +1,9 @@
-"""The agent side of a session: what the LLM is offered and how its replies are read.
+"""The agent side of a session: how the LLM is talked to and how its replies are read.
 
-- `tools`: the tool schemas (function calling) with their descriptions.
-- `parse`: a tool call -> an action, or an error text the agent can act on.
-- `prompt`: the system prompt (workspace, tools, agent skills in the kernel).
+- `parse`: a tool call -> an action (checked against the tool's schema), or an error text the
+  agent can act on.
+- `prompt`: the system prompt (workspace, the offered tools' lines and sections).
 - `messages`: session events -> the chat messages sent to the LLM.
+
+The tools themselves live in `workbench.tools`, one module each.
 """

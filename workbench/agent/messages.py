@@ -3,7 +3,8 @@
 Tool calls of one LLM reply form one assistant message; each is answered by a `tool` message
 with the same `tool_call_id` (an observation, or the error text of a malformed call). A call
 left without an answer (the session stopped in between) gets a short placeholder, because
-providers reject a conversation with an unanswered call. Long results keep head and tail.
+providers reject a conversation with an unanswered call. Long results keep head and tail
+(`sandbox.truncate.truncate_middle`, the one truncation the sandbox uses too).
 """
 
 from __future__ import annotations
@@ -13,102 +14,33 @@ from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
-from sandbox.protocol import (
-    BrowseAction,
-    BrowseObservation,
-    CmdOutputObservation,
-    CmdRunAction,
-    ErrorObservation,
-    FileEditAction,
-    FileEditObservation,
-    IPythonAction,
-    IPythonObservation,
-    SetEnvAction,
-    SetEnvObservation,
-)
+from sandbox.truncate import truncate_middle
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
     AnyAction,
     AnyObservation,
     Event,
-    FinishAction,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
-    RejectedObservation,
-    ThinkAction,
-    ThinkObservation,
 )
+from workbench.tools.registry import REGISTRY
 
 Message = dict[str, Any]
 NOT_ANSWERED = "(This call was not carried out: the session stopped before it ran.)"
 
 
-def truncate(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters, keeping its head and tail around a marker."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    cut = len(text) - limit
-    marker = f"\n[... {cut} characters cut from the middle of this output ...]\n"
-    head = max(limit // 2, 1)
-    tail = max(limit - head, 1)
-    return text[:head] + marker + text[-tail:]
-
-
 def observation_text(obs: AnyObservation) -> str:
-    """What the agent reads as the result of an action."""
-    if isinstance(obs, CmdOutputObservation):
-        state = "still running" if obs.running else f"exit code {obs.exit_code}"
-        meta = f"[{state}" + (f", cwd {obs.cwd}" if obs.cwd else "") + "]"
-        parts = [obs.content.rstrip("\n"), meta]
-        if obs.note:
-            parts.append(f"[{obs.note}]")
-        return "\n".join(p for p in parts if p)
-    if isinstance(obs, IPythonObservation):
-        parts = [obs.content.rstrip("\n")]
-        parts += [f"[image saved: {name}]" for name in obs.images]
-        if obs.note:
-            parts.append(f"[{obs.note}]")
-        return "\n".join(p for p in parts if p) or "[no output]"
-    if isinstance(obs, BrowseObservation):
-        if obs.error:
-            return f"[browser error] {obs.error}\nURL: {obs.url}"
-        return (
-            f"URL: {obs.url}\nTitle: {obs.title}\n\n{obs.content}\n\n"
-            f"Accessibility tree:\n{obs.axtree}"
-        )
-    if isinstance(obs, ErrorObservation):
-        return f"ERROR: {obs.content}"
-    if isinstance(obs, SetEnvObservation):
-        return obs.content or f"Set: {', '.join(obs.names)}"
-    if isinstance(obs, FileEditObservation | ThinkObservation | RejectedObservation):
-        return obs.content
-    raise TypeError(f"unknown observation {type(obs).__name__}")
+    """What the agent reads as the result of an action (its tool words it)."""
+    return REGISTRY.for_observation(obs).observation_text(obs)
 
 
 def tool_arguments(action: AnyAction, risk: str | None) -> dict[str, Any]:
     """The arguments of the tool call that produced `action` (for the assistant message)."""
-    args: dict[str, Any]
-    if isinstance(action, CmdRunAction):
-        args = {"command": action.command}
-        if action.is_input:
-            args["is_input"] = "true"
-        if action.timeout is not None:
-            args["timeout"] = action.timeout
-    elif isinstance(action, FileEditAction):
-        args = action.model_dump(exclude={"kind"}, exclude_none=True)
-    elif isinstance(action, IPythonAction):
-        args = {"code": action.code}
-    elif isinstance(action, BrowseAction):
-        args = {"code": action.action}
-    elif isinstance(action, ThinkAction):
-        return {"thought": action.thought}
-    elif isinstance(action, FinishAction):
-        return {"message": action.message, "outcome": action.outcome}
-    elif isinstance(action, SetEnvAction):  # not offered as a tool; only the user sets env
-        return {"env": sorted(action.env)}
-    if risk:
+    tool = REGISTRY.for_action(action)
+    args = tool.arguments(action)
+    if risk and tool.declares_risk:
         args["security_risk"] = risk
     return args
 
@@ -164,7 +96,7 @@ class _Unpaired:
                 self.deferred.append(_tool_result(event.tool_call_id, f"ERROR: {event.content}"))
         elif isinstance(event, ObservationEvent):
             self._close_group()
-            text = truncate(observation_text(event.observation), self._limit)
+            text = truncate_middle(observation_text(event.observation), self._limit)
             self.messages.append(_tool_result(event.tool_call_id, text))
         elif isinstance(event, MessageEvent):
             self._close_group()

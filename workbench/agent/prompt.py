@@ -1,8 +1,12 @@
-"""The system prompt: who the agent is, where it works, its tools and the skills in its kernel."""
+"""The system prompt: who the agent is, where it works, its tools (each tool gives its line, and
+the IPython tool the skills in its kernel) and the rules."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from workbench.tools.base import Tool
 
 _INTRO = """\
 You are an engineer working in a sandbox on the user's behalf. You act only through the tools \
@@ -13,15 +17,6 @@ editor. Work step by step: look before you change things, make one change at a t
 the result by running it. When the task is done and checked, call `finish` with a short account \
 of what you did. If you cannot go on, call `finish` with outcome "gave_up" and say why; do not \
 stop with a plain reply, because nobody may be there to answer it."""
-
-_TOOL_LINES = {
-    "execute_bash": "`execute_bash`: one command at a time in a persistent bash shell.",
-    "str_replace_editor": "`str_replace_editor`: view, create and edit files (absolute paths).",
-    "execute_ipython_cell": "`execute_ipython_cell`: Python in a persistent IPython kernel.",
-    "browser": "`browser`: drive a web browser with BrowserGym actions.",
-    "think": "`think`: write down reasoning; nothing runs.",
-    "finish": "`finish`: end the task with a message (outcome success or gave_up).",
-}
 
 _RULES = """\
 Rules:
@@ -34,29 +29,11 @@ unless asked.
 * If the same attempt fails twice, change your approach instead of repeating it."""
 
 
-def skills_text() -> str:
-    """The documentation of the agent skills in the kernel, or "" when the sandbox has none."""
-    try:
-        from sandbox.skills import describe_skills  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return ""
-    try:
-        return str(describe_skills()).strip()
-    except Exception:  # a broken skills module must not stop the agent from starting
-        return ""
-
-
-def system_prompt(workspace: str, tool_names: Sequence[str], skills: str | None = None) -> str:
-    """The system prompt for an agent in `workspace` offered `tool_names`."""
+def system_prompt(workspace: str, tools: Sequence[Tool[Any, Any]]) -> str:
+    """The system prompt for an agent in `workspace` offered `tools`."""
     parts = [_INTRO.format(workspace=workspace)]
-    lines = [f"* {_TOOL_LINES.get(name, f'`{name}`')}" for name in tool_names]
+    lines = [f"* {tool.prompt_line or f'`{tool.name}`'}" for tool in tools]
     parts.append("Your tools:\n" + "\n".join(lines))
-    if "execute_ipython_cell" in tool_names:
-        doc = skills_text() if skills is None else skills
-        if doc:
-            parts.append(
-                "Agent skills: these helper functions are already imported in the IPython "
-                "kernel (call them with `execute_ipython_cell`):\n" + doc
-            )
+    parts += [extra for tool in tools if (extra := tool.prompt_extra())]
     parts.append(_RULES)
     return "\n\n".join(parts)

@@ -1,5 +1,7 @@
 """Our own reading of an action's risk, independent of what the LLM declared.
 
+Each tool (`workbench.tools`) says which of these readings applies to its actions.
+
 A small rule set, meant to catch the obvious: recursive forced deletes, root, piping a download
 into a shell, package installs, publishing (git push), and writes outside the workspace. The
 final risk of an action is the higher of this and the LLM's `security_risk`.
@@ -12,8 +14,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
-from workbench.events import AnyAction, RiskLevel
+from workbench.events import RiskLevel
 
 LEVELS: tuple[RiskLevel, ...] = ("LOW", "MEDIUM", "HIGH")
 
@@ -78,7 +79,7 @@ _WRITE_TARGETS = re.compile(r"(?:^|[^<>&0-9])>{1,2}\s*([^\s;&|<>]+)|\btee\s+(?:-
 _SAFE_PATHS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/tmp/", "/var/tmp/")
 
 
-def _outside(path: str, workspace: str) -> bool:
+def outside_workspace(path: str, workspace: str) -> bool:
     """True when absolute `path` lies outside `workspace` (and is not a scratch location)."""
     if not path.startswith(("/", "~")):
         return False
@@ -102,7 +103,7 @@ def analyze_command(command: str, workspace: str) -> Assessment:
     for match in _WRITE_TARGETS.finditer(command):
         target = match.group(1) or match.group(2) or ""
         target = target.strip("'\"")
-        if _outside(target, workspace):
+        if outside_workspace(target, workspace):
             level = "HIGH"
             reasons.append(f"writes outside the workspace ({target})")
     if re.search(r"\b(cp|mv|install|ln)\b", command):
@@ -111,39 +112,28 @@ def analyze_command(command: str, workspace: str) -> Assessment:
         except ValueError:
             words = command.split()
         last = words[-1] if words else ""
-        if len(words) > 2 and _outside(last, workspace):
+        if len(words) > 2 and outside_workspace(last, workspace):
             level = "HIGH"
             reasons.append(f"copies or moves into {last}, outside the workspace")
     return Assessment(level, tuple(dict.fromkeys(reasons)))
 
 
-def analyze(action: AnyAction, workspace: str) -> Assessment:
-    """Our own risk assessment of `action` for a sandbox whose workspace is `workspace`."""
-    if isinstance(action, CmdRunAction):
-        if action.is_input:
-            return Assessment("LOW")
-        return analyze_command(action.command, workspace)
-    if isinstance(action, FileEditAction):
-        if action.command != "view" and _outside(action.path, workspace):
-            return Assessment("HIGH", (f"edits {action.path}, outside the workspace",))
-        return Assessment("LOW")
-    if isinstance(action, IPythonAction):
-        shell_lines = [
-            line.strip()[1:] for line in action.code.splitlines() if line.strip().startswith("!")
-        ]
-        result = analyze_command("\n".join(shell_lines), workspace)
-        if re.search(r"%pip\s+install", action.code):
-            result = Assessment(
-                higher("MEDIUM", result.level), (*result.reasons, "installs packages")
-            )
-        if re.search(
-            r"\bshutil\.rmtree\b|\bos\.(system|remove|unlink)\b|\bsubprocess\.", action.code
-        ):
-            result = Assessment(
-                higher("MEDIUM", result.level),
-                (*result.reasons, "deletes files or runs programs from Python"),
-            )
-        return result
-    if isinstance(action, BrowseAction):
-        return Assessment("LOW")
-    return Assessment("LOW")  # think, finish, set_env: nothing runs
+def analyze_path_edit(path: str, workspace: str) -> Assessment:
+    """Assess a change to the file at `path` (writing outside the workspace is HIGH)."""
+    if outside_workspace(path, workspace):
+        return Assessment("HIGH", (f"edits {path}, outside the workspace",))
+    return Assessment("LOW")
+
+
+def analyze_python(code: str, workspace: str) -> Assessment:
+    """Assess an IPython cell: its `!` shell lines, `%pip install`, deleting or running things."""
+    shell_lines = [line.strip()[1:] for line in code.splitlines() if line.strip().startswith("!")]
+    result = analyze_command("\n".join(shell_lines), workspace)
+    if re.search(r"%pip\s+install", code):
+        result = Assessment(higher("MEDIUM", result.level), (*result.reasons, "installs packages"))
+    if re.search(r"\bshutil\.rmtree\b|\bos\.(system|remove|unlink)\b|\bsubprocess\.", code):
+        result = Assessment(
+            higher("MEDIUM", result.level),
+            (*result.reasons, "deletes files or runs programs from Python"),
+        )
+    return result

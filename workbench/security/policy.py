@@ -3,7 +3,9 @@
 Order: a `deny` rule rejects without asking; an `allow` rule runs without asking; otherwise
 `security.confirmation` decides ("always", "risky" at or above `risk_threshold`, "never").
 A rule is a glob on the action's text, optionally limited to one kind with a prefix:
-`run:git status*` (shell command), `edit:/work/*` (editor path), `ipython:*`, `browse:*`.
+`run:git status*` (shell command), `edit:/work/*` (editor path), `ipython:*`, `browse:*`, or a
+run-time tool's name (matched against its arguments as sorted JSON). Each tool says what its
+actions' text and kind are (`Tool.rule_subject`) and how risky they look (`Tool.assess`).
 
 A shell command line is judged command by command: `git status; rm -rf ~` is split at `;`,
 `&&`, `||`, `|`, `&`, parentheses and newlines. A deny rule matching any part (inside `$( )`,
@@ -21,13 +23,13 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
 from workbench.config_schema import SecurityConfig
-from workbench.events import AnyAction, FinishAction, RiskLevel, ThinkAction
-from workbench.security.analyzer import analyze, at_least, higher
+from workbench.events import AnyAction, RiskLevel
+from workbench.security.analyzer import Assessment, at_least, higher
+from workbench.tools.base import RuleSubject
+from workbench.tools.registry import REGISTRY
 
 Verdict = Literal["approve", "reject", "stop"]
-RULE_KINDS = ("run", "edit", "ipython", "browse")
 
 
 @dataclass(frozen=True)
@@ -58,17 +60,20 @@ class PolicyCheck:
     action that would otherwise have been asked about."""
 
 
+def subject_of(action: AnyAction) -> RuleSubject | None:
+    """What rules match for `action` (None for actions that run nothing)."""
+    return REGISTRY.for_action(action).rule_subject(action)
+
+
 def action_text(action: AnyAction) -> tuple[str, str]:
     """(kind, text) that rules match against; kind "" for actions that run nothing."""
-    if isinstance(action, CmdRunAction):
-        return "run", action.command
-    if isinstance(action, FileEditAction):
-        return "edit", action.path
-    if isinstance(action, IPythonAction):
-        return "ipython", action.code
-    if isinstance(action, BrowseAction):
-        return "browse", action.action
-    return "", ""
+    subject = subject_of(action)
+    return (subject.kind, subject.text) if subject is not None else ("", "")
+
+
+def assess(action: AnyAction, workspace: str) -> Assessment:
+    """Our own reading of the risk of `action` (its tool's)."""
+    return REGISTRY.for_action(action).assess(action, workspace)
 
 
 _SEPARATOR_CHARS = frozenset(";&|()")
@@ -80,7 +85,7 @@ _ESCAPED_GLOB = re.compile(r"\[[*?\[]\]")
 def _pattern(rule: str, kind: str) -> str | None:
     """The glob of a `[kind:]glob` rule when it applies to actions of `kind`."""
     prefix, sep, pattern = rule.partition(":")
-    if sep and prefix in RULE_KINDS:
+    if sep and prefix in REGISTRY.rule_kinds():
         return pattern.strip() if prefix == kind else None
     return rule.strip()
 
@@ -91,9 +96,13 @@ def _literal(pattern: str) -> bool:
 
 def rule_matches(rule: str, action: AnyAction) -> bool:
     """True when the `[kind:]glob` rule matches the whole text of `action`."""
-    kind, text = action_text(action)
-    pattern = _pattern(rule, kind) if kind else None
-    return pattern is not None and fnmatchcase(text.strip(), pattern)
+    subject = subject_of(action)
+    return subject is not None and _matches(rule, subject)
+
+
+def _matches(rule: str, subject: RuleSubject) -> bool:
+    pattern = _pattern(rule, subject.kind)
+    return pattern is not None and fnmatchcase(subject.text.strip(), pattern)
 
 
 def simple_commands(command: str) -> list[str] | None:
@@ -123,7 +132,12 @@ def simple_commands(command: str) -> list[str] | None:
 
 def first_match(rules: Iterable[str], action: AnyAction) -> str | None:
     """The first rule that matches `action` as a whole, if any."""
-    return next((rule for rule in rules if rule_matches(rule, action)), None)
+    subject = subject_of(action)
+    return None if subject is None else _first(rules, subject)
+
+
+def _first(rules: Iterable[str], subject: RuleSubject) -> str | None:
+    return next((rule for rule in rules if _matches(rule, subject)), None)
 
 
 _INNERMOST_SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`|[<>]\(([^()]*)\)")
@@ -149,12 +163,15 @@ def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
     """The deny rule that matches `action`, or any one command of a shell line (commands
     inside `$( )`, backticks and `<( )` included)."""
     rules = list(rules)
-    found = first_match(rules, action)
-    if found is not None or not isinstance(action, CmdRunAction):
+    subject = subject_of(action)
+    if subject is None:
+        return None
+    found = _first(rules, subject)
+    if found is not None or not subject.shell:
         return found
-    for line in _unwrap_substitutions(action.command):
+    for line in _unwrap_substitutions(subject.text):
         for part in simple_commands(line) or [line]:
-            found = first_match(rules, CmdRunAction(command=part))
+            found = _first(rules, RuleSubject(subject.kind, part))
             if found is not None:
                 return found
     return None
@@ -164,21 +181,24 @@ def allowed_by(rules: Iterable[str], action: AnyAction) -> list[str]:
     """The allow rules that let `action` run without asking (one per command of a shell line
     where it takes several); empty when it is not allowed."""
     rules = list(rules)
-    if not isinstance(action, CmdRunAction):
-        found = first_match(rules, action)
+    subject = subject_of(action)
+    if subject is None:
+        return []
+    if not subject.shell:
+        found = _first(rules, subject)
         return [found] if found is not None else []
-    whole = [rule for rule in rules if rule_matches(rule, action)]
-    exact = [rule for rule in whole if _literal(_pattern(rule, "run") or "*")]
+    whole = [rule for rule in rules if _matches(rule, subject)]
+    exact = [rule for rule in whole if _literal(_pattern(rule, subject.kind) or "*")]
     if exact:
         return exact[:1]
-    parts = simple_commands(action.command)
+    parts = simple_commands(subject.text)
     if parts is None:
         return []
     if len(parts) == 1:
         return whole[:1]
     used: list[str] = []
     for part in parts:
-        found = first_match(rules, CmdRunAction(command=part))
+        found = _first(rules, RuleSubject(subject.kind, part))
         if found is None:
             return []
         used.append(found)
@@ -189,9 +209,9 @@ def check(
     action: AnyAction, declared: RiskLevel | None, config: SecurityConfig, workspace: str
 ) -> PolicyCheck:
     """Assess `action` (higher of declared and analysed risk) and decide whether to ask."""
-    if isinstance(action, ThinkAction | FinishAction):
+    if subject_of(action) is None:
         return PolicyCheck("LOW", "", False, "nothing runs")
-    found = analyze(action, workspace)
+    found = assess(action, workspace)
     risk = higher(found.level, declared)
     reasons = list(found.reasons)
     if declared is not None and at_least(declared, found.level) and declared != "LOW":

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container
@@ -20,16 +22,7 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from sandbox.protocol import (
-    BrowseAction,
-    BrowseObservation,
-    CmdOutputObservation,
-    CmdRunAction,
-    CommandFinished,
-    IPythonAction,
-    IPythonObservation,
-    OutputChunk,
-)
+from sandbox.protocol import CommandFinished, OutputChunk
 from workbench.events import (
     ENDED_STATES,
     ActionEvent,
@@ -38,11 +31,13 @@ from workbench.events import (
     Event,
     LLMCallEvent,
     MessageEvent,
+    ObservationEvent,
     StateChangedEvent,
 )
+from workbench.tools.registry import REGISTRY
 from workbench.tui import themes as theme_files
 from workbench.tui.backend import Backend
-from workbench.tui.commands import palette_commands
+from workbench.tui.commands import palette_entries
 from workbench.tui.messages import (
     ConfirmationAnswered,
     EventArrived,
@@ -57,6 +52,7 @@ from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.jupyter import JupyterPane
+from workbench.tui.widgets.panes import ToolPane
 from workbench.tui.widgets.prompt import PromptInput
 from workbench.tui.widgets.shell import ShellPane
 from workbench.tui.widgets.status import StatusBar
@@ -266,31 +262,18 @@ class WorkbenchApp(App[int]):
             self.actions[event.id] = event
             if account:
                 status.set(steps=status.data.steps + 1)
-            action = event.action
-            if isinstance(action, CmdRunAction):
-                shell = self.query_one(ShellPane)
-                if action.is_input:
-                    shell.output.append_marked(f"⌨ {action.command}", "note")
-                elif action.command:
-                    shell.command_started(action.command)
-                self._reveal("shell", live)
-            elif isinstance(action, IPythonAction):
-                self.query_one(JupyterPane).add_code(event.id, action)
-                self._reveal("jupyter", live)
-            elif isinstance(action, BrowseAction):
-                self._reveal("browser", live)
-        elif hasattr(event, "observation"):
-            obs = event.observation
-            if isinstance(obs, CmdOutputObservation):
-                self.query_one(ShellPane).observation(obs)
-            elif isinstance(obs, IPythonObservation):
-                self.query_one(JupyterPane).add_output(event.id, obs)
-            elif isinstance(obs, BrowseObservation):
-                self.query_one(BrowserPane).show(obs)
+            pane = self._pane_of(event)
+            if pane is not None:
+                pane.show_action(event)
+                self._reveal(REGISTRY.for_action(event.action).pane or "", live)
+        elif isinstance(event, ObservationEvent):
+            pane = self._tool_pane(REGISTRY.for_observation(event.observation).pane)
+            if pane is not None:
+                pane.show_observation(event)
         elif isinstance(event, ConfirmationRequestEvent):
-            cause = self.actions.get(event.cause)
-            if cause is not None and isinstance(cause.action, CmdRunAction):
-                self.query_one(ShellPane).set_state("awaiting confirmation")
+            pane = self._pane_of(self.actions.get(event.cause))
+            if pane is not None:
+                pane.show_confirmation(None)
             if live:
                 typing = self.query_one(PromptInput).is_typing()
                 panel = self.query_one(ConfirmPanel)
@@ -299,12 +282,9 @@ class WorkbenchApp(App[int]):
             panel = self.query_one(ConfirmPanel)
             if panel.request is not None and panel.request.cause == event.cause:
                 panel.hide()
-            cause = self.actions.get(event.cause)
-            if cause is not None and isinstance(cause.action, CmdRunAction):
-                shell = self.query_one(ShellPane)
-                shell.set_state("running" if event.approved else "rejected")
-                if not event.approved:  # its "$ command" line is already in the output
-                    shell.output.append_marked("(rejected: not run)", "note")
+            pane = self._pane_of(self.actions.get(event.cause))
+            if pane is not None:
+                pane.show_confirmation(event.approved)
         elif isinstance(event, MessageEvent) and event.source == "user" and live:
             self.query_one(PromptInput).delivered(event.text)
         elif isinstance(event, StateChangedEvent) and account:
@@ -324,6 +304,20 @@ class WorkbenchApp(App[int]):
                 cost=status.data.cost + event.cost,
                 model=event.model,
             )
+
+    def _tool_pane(self, name: str | None) -> ToolPane | None:
+        panes: dict[str, ToolPane] = {
+            "shell": self.query_one(ShellPane),
+            "jupyter": self.query_one(JupyterPane),
+            "browser": self.query_one(BrowserPane),
+        }
+        return panes.get(name or "")
+
+    def _pane_of(self, event: ActionEvent | None) -> ToolPane | None:
+        """The tool pane that shows the action's tool, if it has one."""
+        if event is None:
+            return None
+        return self._tool_pane(REGISTRY.for_action(event.action).pane)
 
     def _reveal(self, pane: str, live: bool) -> None:
         if live:
@@ -484,10 +478,9 @@ class WorkbenchApp(App[int]):
 
     def _sessions_dir(self) -> Path:
         from workbench.paths import sessions_dir
+        from workbench.session import sessions_dir_of
 
-        if self.config is not None and self.config.session.dir:
-            return Path(self.config.session.dir).expanduser()
-        return sessions_dir()
+        return sessions_dir_of(self.config) if self.config is not None else sessions_dir()
 
     def _open_picked(self, path: Path | None) -> None:
         if path is not None:
@@ -495,10 +488,11 @@ class WorkbenchApp(App[int]):
 
     def open_session_file(self, path: Path) -> None:
         """Load a session log into the panes (read-only view)."""
-        from workbench.session_log import SessionLogError, read
+        from workbench.session import reopen
+        from workbench.session_log import SessionLogError
 
         try:
-            loaded = read(path)
+            loaded = reopen(path)
         except SessionLogError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
@@ -519,7 +513,13 @@ class WorkbenchApp(App[int]):
         for command in super().get_system_commands(screen):
             if command.title != "Maximize":
                 yield command
-        yield from palette_commands(self)
+        for entry in palette_entries(self.PANES):
+            yield SystemCommand(entry.title, entry.help, partial(self._palette_action, entry.action))
+
+    def _palette_action(self, action: str) -> None:
+        """Run a palette entry's action now (the `action_*` methods it names are plain)."""
+        _, name, params = parse_action(action)
+        getattr(self, f"action_{name}")(*params)
 
     async def action_quit(self) -> None:
         """Close the backend (no process left behind), then exit."""

@@ -1,25 +1,47 @@
-"""What the app drives: the `Backend` protocol (the controller, the runtime and the LLM client
-behind one small surface). `bridge.ControllerBackend` is the real one; tests use fakes."""
+"""What the app and its backend see of each other: the `Backend` protocol the app drives (the
+controller, the runtime and the LLM client behind one small surface) and the `AppPort` through
+which a backend reports back. `bridge.ControllerBackend` is the real backend;
+`workbench.testing.fake_backend.FakeBackend` records what the app asks, for tests."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
+from sandbox.protocol import CommandFinished, OutputChunk
+
+
+class AppPort(Protocol):
+    """What a backend may do with the app: post messages, notify, feed live shell output."""
+
+    def post_message(self, message: Any) -> bool:
+        """Queue a Textual message for the app (safe from any thread of its loop)."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Show a toast."""
+
+    def feed_output(self, event: OutputChunk | CommandFinished) -> None:
+        """Live shell output (any thread)."""
 
 
 class Backend(Protocol):
     """What the app drives: the controller, the runtime and the LLM behind one small surface."""
 
-    def attach(self, app: WorkbenchApp) -> None:
+    def attach(self, app: AppPort) -> None:
         """Report to `app` from now on (called as it mounts, before `start` or any task)."""
 
     async def start(self) -> None:
         """Load the LLM client and start the sandbox in the background, reporting progress."""
 
     async def submit(self, text: str) -> None:
-        """Start a task with `text`, or queue it as a message if one is running."""
+        """Start a task with `text`, or queue it as a message if one is running or starting."""
 
     async def answer(self, cause: int, answer: str) -> None:
         """Answer the confirmation request about action `cause`."""

@@ -1,8 +1,11 @@
-"""The TUI's backend: starts the sandbox and loads the LLM client in the background, runs the
-controller, and answers confirmations from the panel.
+"""The TUI's backend: starts the sandbox and loads the LLM client in the background, opens the
+session (`workbench.session`) on the first task, runs the controller, and answers
+confirmations from the panel.
 
-Nothing here imports Textual; the app is reached only through `post_message` (events and
-progress) and `feed_output` (live shell output). The first paint never waits for any of it.
+Nothing here imports Textual at import time; the app is reached only through `AppPort`
+(`post_message` for events and progress, `notify`, `feed_output` for live shell output). The
+first paint never waits for any of it. One session, one controller, one run at a time: a
+message sent while the first task waits for start-up or for its session is queued for it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from workbench.controller import Controller
     from workbench.security.policy import Decision
     from workbench.session_log import SessionLog
-    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.backend import AppPort
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +35,13 @@ IMPORT_SWITCH_INTERVAL_S = 0.0005
 
 def allow_rule(action_event: ActionEvent) -> str | None:
     """An allow rule that matches exactly this action (glob characters escaped)."""
-    from workbench.security.policy import action_text
+    from workbench.security.policy import subject_of
 
-    kind, text = action_text(action_event.action)
-    if not kind:
+    subject = subject_of(action_event.action)
+    if subject is None:
         return None
-    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in text.strip())
-    return f"{kind}:{escaped}"
+    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in subject.text.strip())
+    return f"{subject.kind}:{escaped}"
 
 
 class ControllerBackend:
@@ -47,7 +50,7 @@ class ControllerBackend:
     def __init__(self, config: Config, config_path: Path | None = None) -> None:
         self.config = config
         self.config_path = config_path
-        self.app: WorkbenchApp | None = None
+        self.app: AppPort | None = None
         self.runtime: Runtime | None = None
         self.controller: Controller | None = None
         self.session: SessionLog | None = None
@@ -55,6 +58,10 @@ class ControllerBackend:
         self._sandbox_ready = asyncio.Event()
         self._failed: dict[str, str] = {}
         self._run: asyncio.Task[Any] | None = None
+        self._starting = False
+        """A task is waiting for start-up or for its session; later messages queue for it."""
+        self._early: list[str] = []
+        """Messages sent while `_starting`: they go to the agent right after the task."""
         self._pending: dict[int, asyncio.Future[str]] = {}
 
     # ------------------------------------------------------------------ start-up
@@ -65,7 +72,7 @@ class ControllerBackend:
         if self.app is not None:
             self.app.post_message(ProgressChanged(part, state, detail))
 
-    def attach(self, app: WorkbenchApp) -> None:
+    def attach(self, app: AppPort) -> None:
         """Report to `app` from now on: a task typed before start-up ends is shown waiting."""
         self.app = app
 
@@ -94,11 +101,11 @@ class ControllerBackend:
 
     async def _start_sandbox(self) -> None:
         from sandbox.runtimes.base import SandboxError
-        from workbench.headless import make_runtime, workspace_of
+        from workbench.session import make_runtime
 
         self._progress("sandbox", "starting…")
         try:
-            runtime = make_runtime(self.config, workspace_of(self.config))
+            runtime = make_runtime(self.config)
             self.runtime = runtime
             await runtime.start()
         except (SandboxError, OSError, ValueError) as exc:
@@ -111,17 +118,37 @@ class ControllerBackend:
     # ------------------------------------------------------------------ tasks
 
     async def submit(self, text: str) -> None:
-        """Start a task, or queue `text` for the running one."""
+        """Start a task, or queue `text` for the task that runs or is starting."""
         if self._run is not None and not self._run.done() and self.controller is not None:
-            from workbench.tui.messages import MessageQueued
-
             self.controller.send_message(text)
-            if self.app is not None:
-                self.app.post_message(MessageQueued(text))
+            self._post_queued(text)
+            return
+        if self._starting:  # the first task still waits: this one goes to it, not to a new run
+            self._early.append(text)
+            self._post_queued(text)
             return
         if not self.config.llm.model:
             self._notify("No model set: open Settings (ctrl+s) and set one.", "error")
             return
+        self._starting = True
+        try:
+            controller = await self._open(text)
+        except Exception as exc:  # the session could not be opened: say so, keep the messages
+            self._give_back(self._early, f"the session could not be opened ({exc})")
+            self._notify(f"The session could not be opened: {exc}", "error")
+            return
+        finally:
+            self._starting = False
+        if controller is None:
+            self._give_back(self._early, "start-up failed")
+            return
+        early, self._early = self._early, []
+        self._start_run(controller, text)
+        for message in early:  # read by the agent right after the task
+            controller.send_message(message)
+
+    async def _open(self, text: str) -> Controller | None:
+        """Wait for start-up, then the session's controller (None if start-up failed)."""
         waiting = not (self._llm_ready.is_set() and self._sandbox_ready.is_set())
         if waiting:
             self._post_waiting(text)
@@ -131,8 +158,24 @@ class ControllerBackend:
             self._post_waiting("")
         if self._failed:
             self._notify("; ".join(self._failed.values()), "error")
+            return None
+        return await self._controller()
+
+    def _post_queued(self, text: str) -> None:
+        from workbench.tui.messages import MessageQueued
+
+        if self.app is not None:
+            self.app.post_message(MessageQueued(text))
+
+    def _give_back(self, texts: list[str], why: str) -> None:
+        """Messages no run will read go back into the input box."""
+        if not texts:
             return
-        self._start_run(await self._controller(), text)
+        from workbench.tui.messages import QueuedMessagesReturned
+
+        returned, texts[:] = list(texts), []
+        if self.app is not None:
+            self.app.post_message(QueuedMessagesReturned(returned, why))
 
     def _start_run(self, controller: Controller, task: str) -> None:
         self._run = asyncio.create_task(controller.run(task))
@@ -154,45 +197,30 @@ class ControllerBackend:
         if ended in ("success", "gave_up"):
             self._start_run(controller, "\n\n".join(left))
             return
-        from workbench.tui.messages import QueuedMessagesReturned
-
-        why = f"the run ended ({ended}) before reading it"
-        if self.app is not None:
-            self.app.post_message(QueuedMessagesReturned(left, why))
+        self._give_back(left, f"the run ended ({ended}) before reading it")
 
     async def _controller(self) -> Controller:
         if self.controller is not None:
             return self.controller
-        from workbench.controller import Controller
-        from workbench.headless import secrets_of, sessions_dir_of, workspace_of
-        from workbench.llm import LLMClient
-        from workbench.session_log import SessionLog, make_header, new_session_id
+        from workbench.session import make_llm, new_log, open_controller
 
         assert self.runtime is not None
-        workspace = workspace_of(self.config)
-        header = make_header(
-            new_session_id(), workspace, self.config.llm.model, self.config.redacted_dict()
-        )
-        self.session = SessionLog.create(
-            sessions_dir_of(self.config), header, secrets=secrets_of(self.config)
-        )
-        info = await self.runtime.info()
-        llm = LLMClient(
-            self.config.llm,
+        self.session = new_log(self.config)
+        llm = make_llm(
+            self.config,
             # Shown until the next attempt: a wait of 30 s must not look like nothing happening.
             on_retry=lambda err, n, wait: self._notify(
                 err.retry_notice(n, wait), "warning", timeout=max(5.0, wait + 1.0)
             ),
         )
-        controller = Controller(
-            self.config,
-            self.runtime,
-            llm,
-            self.session,
-            confirm=self._confirm,
-            workspace=info.workspace,
-            executors=info.executors,
-        )
+        try:
+            controller = await open_controller(
+                self.config, self.runtime, llm, self.session, confirm=self._confirm
+            )
+        except BaseException:
+            self.session.close()
+            self.session = None
+            raise
         controller.subscribe(self._on_event)
         if self.app is not None:
             controller.subscribe_output(self.app.feed_output)
@@ -215,7 +243,7 @@ class ControllerBackend:
         self, text: str, severity: str = "information", timeout: float | None = None
     ) -> None:
         if self.app is not None:
-            self.app.notify(text, severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
+            self.app.notify(text, severity=severity, timeout=timeout, markup=False)
 
     # ------------------------------------------------------------------ confirmations
 

@@ -1,34 +1,40 @@
-"""The command palette's entries (ctrl+p): everything the footer keys do, by name."""
+"""The command palette's entries (ctrl+p), as data: everything the footer keys do, by name.
+
+Each entry names an app action (what a key binding would run); the app turns them into
+palette commands, so this module needs nothing of the app."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-from textual.app import SystemCommand
-
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
+from dataclasses import dataclass
 
 
-def palette_commands(app: WorkbenchApp) -> Iterator[SystemCommand]:
+@dataclass(frozen=True)
+class PaletteEntry:
+    """One palette line: its title, its help text, and the app action it runs."""
+
+    title: str
+    help: str
+    action: str
+    """An action string as key bindings use it, e.g. `show_pane('shell')`."""
+
+
+def palette_entries(panes: tuple[str, ...]) -> list[PaletteEntry]:
     """Workbench's palette entries (Textual adds its own: theme, keys, screenshot, quit)."""
-    yield SystemCommand("New session", "Clear the panes and start over", app.action_new_session)
-    yield SystemCommand(
-        "Pause / resume", "Pause the agent after its step, or resume", app.action_toggle_pause
-    )
-    yield SystemCommand("Stop the agent", "Stop the running task", app.action_stop)
-    yield SystemCommand(
-        "Toggle tool panes", "Show or hide shell/Jupyter/browser", app.action_toggle_tools
-    )
-    for pane in app.PANES:
-        yield SystemCommand(
-            f"Show {pane} pane",
-            f"Show and focus the {pane} pane",
-            lambda pane=pane: app.action_show_pane(pane),
-        )
-    yield SystemCommand(
-        "Maximize pane", "Maximize the focused pane (again: restore)", app.action_maximize_pane
-    )
-    yield SystemCommand("Open a saved session", "Show a recorded session", app.action_open_session)
-    yield SystemCommand("Settings", "Model, base URL and API key", app.action_settings)
+    entries = [
+        PaletteEntry("New session", "Clear the panes and start over", "new_session"),
+        PaletteEntry("Pause / resume", "Pause the agent after its step, or resume", "toggle_pause"),
+        PaletteEntry("Stop the agent", "Stop the running task", "stop"),
+        PaletteEntry("Toggle tool panes", "Show or hide shell/Jupyter/browser", "toggle_tools"),
+    ]
+    entries += [
+        PaletteEntry(f"Show {pane} pane", f"Show and focus the {pane} pane", f"show_pane({pane!r})")
+        for pane in panes
+    ]
+    entries += [
+        PaletteEntry(
+            "Maximize pane", "Maximize the focused pane (again: restore)", "maximize_pane"
+        ),
+        PaletteEntry("Open a saved session", "Show a recorded session", "open_session"),
+        PaletteEntry("Settings", "Model, base URL and API key", "settings"),
+    ]
+    return entries

@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from sandbox.protocol import BrowseObservation
+from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.widgets.output_view import OutputView
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
@@ -43,6 +44,17 @@ class BrowserPane(Vertical, can_focus=True):
         yield Static("about:blank", id="browser-url", markup=False)
         yield Static(EMPTY_TEXT, id="browser-empty", markup=False)
         yield OutputView(id="browser-text", classes="-hidden")
+
+    def show_action(self, event: ActionEvent) -> None:
+        """The agent acted in the browser (the pane of `browser`): the page comes next."""
+
+    def show_observation(self, event: ObservationEvent) -> None:
+        """A browser action's result."""
+        if isinstance(event.observation, BrowseObservation):
+            self.show(event.observation)
+
+    def show_confirmation(self, approved: bool | None) -> None:
+        """Nothing to show: the conversation has the confirmation."""
 
     def show(self, obs: BrowseObservation) -> None:
         """A browser observation arrived: new URL, text, screenshot."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from sandbox.protocol import IPythonAction, IPythonObservation
+from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.cells import Cell, Role, first_line, last_line, strip_ansi
 from workbench.tui.widgets.cell_list import CellList
 
@@ -25,6 +26,19 @@ class JupyterPane(CellList):
         self.border_title = "jupyter"
         self.loader: ArtifactLoader | None = None
         self._count = 0
+
+    def show_action(self, event: ActionEvent) -> None:
+        """The agent sent a cell (the pane of `execute_ipython_cell`)."""
+        if isinstance(event.action, IPythonAction):
+            self.add_code(event.id, event.action)
+
+    def show_observation(self, event: ObservationEvent) -> None:
+        """A cell's result."""
+        if isinstance(event.observation, IPythonObservation):
+            self.add_output(event.id, event.observation)
+
+    def show_confirmation(self, approved: bool | None) -> None:
+        """Nothing to show: the conversation has the confirmation."""
 
     def add_code(self, event_id: int, action: IPythonAction) -> None:
         """The agent sent a cell to the kernel."""

@@ -14,7 +14,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from sandbox.protocol import CmdOutputObservation, CommandFinished, OutputChunk
+from sandbox.protocol import CmdOutputObservation, CmdRunAction, CommandFinished, OutputChunk
+from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.messages import ShellInputSubmitted
 from workbench.tui.widgets.output_view import OutputView
 
@@ -118,6 +119,30 @@ class ShellPane(Vertical):
                 self._streamed = True
         if text:
             self.output.append("".join(text))
+
+    def show_action(self, event: ActionEvent) -> None:
+        """The agent ran a shell action (the pane of `execute_bash`)."""
+        action = event.action
+        if not isinstance(action, CmdRunAction):
+            return
+        if action.is_input:
+            self.output.append_marked(f"⌨ {action.command}", "note")
+        elif action.command:
+            self.command_started(action.command)
+
+    def show_observation(self, event: ObservationEvent) -> None:
+        """A shell action's result."""
+        if isinstance(event.observation, CmdOutputObservation):
+            self.observation(event.observation)
+
+    def show_confirmation(self, approved: bool | None) -> None:
+        """A shell action waits for confirmation (None), or was approved or rejected."""
+        if approved is None:
+            self.set_state("awaiting confirmation")
+            return
+        self.set_state("running" if approved else "rejected")
+        if not approved:  # its "$ command" line is already in the output
+            self.output.append_marked("(rejected: not run)", "note")
 
     def observation(self, obs: CmdOutputObservation) -> None:
         """The command's observation arrived; show its output if it was not streamed."""

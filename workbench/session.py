@@ -1,0 +1,142 @@
+"""Opening a session, in one place for both front ends: where the workspace and the session
+logs are, which values are secret, the runtime, the log and its header, the LLM client and the
+controller; and reopening a saved session from its log.
+
+UI-free. `headless.py` and `tui/` build on this and never on each other. The slow parts are
+separate steps (`start_runtime`, litellm's import in `workbench.llm`) so a front end can
+overlap them; `open_controller` then puts the started parts together.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench import paths
+from workbench.config_schema import Config
+from workbench.session_log import (
+    LoadedSession,
+    Scrubber,
+    SessionLog,
+    make_header,
+    new_session_id,
+    read,
+)
+
+if TYPE_CHECKING:
+    from sandbox.runtimes.base import Runtime
+    from workbench.controller import ConfirmHook, Controller
+    from workbench.llm import LLMClient, RetryHook
+
+
+def workspace_of(config: Config) -> Path:
+    """The workspace directory: `sandbox.workspace`, or the current directory."""
+    return Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+
+
+def sessions_dir_of(config: Config) -> Path:
+    """Where this config puts session logs (`session.dir`, else the user data dir's)."""
+    return Path(config.session.dir).expanduser() if config.session.dir else paths.sessions_dir()
+
+
+def secrets_of(config: Config) -> list[str]:
+    """Secret values that must never be written or printed."""
+    values = [
+        config.llm.api_key.get_secret_value(),
+        config.sandbox.remote.api_key.get_secret_value(),
+    ]
+    return [v for v in values if v]
+
+
+def scrubber_of(config: Config) -> Scrubber:
+    """Masks this config's secrets in any text."""
+    return Scrubber(secrets_of(config))
+
+
+def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
+    """Keyword arguments for `create_runtime(config.sandbox.runtime, ...)`."""
+    box = config.sandbox
+    options: dict[str, Any] = {"soft_timeout_s": box.soft_timeout_s}
+    if box.runtime == "remote":
+        options |= {"url": box.remote.url, "api_key": box.remote.api_key.get_secret_value()}
+        return options
+    disabled = [
+        name
+        for name, on in (
+            ("browser", config.agent.enable_browser),
+            ("jupyter", config.agent.enable_jupyter),
+        )
+        if not on
+    ]
+    options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
+    if box.runtime == "local":
+        options |= {"isolation": box.local.isolation}
+    else:
+        docker = box.docker
+        options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
+        options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
+        options |= {"image_prefix": docker.image_prefix}
+    return options
+
+
+def make_runtime(config: Config) -> Runtime:
+    """The configured runtime for the configured workspace (not started)."""
+    from sandbox.runtimes import create_runtime
+
+    return create_runtime(config.sandbox.runtime, **runtime_options(config, workspace_of(config)))
+
+
+async def start_runtime(runtime: Runtime) -> Runtime:
+    """Start `runtime`; closed again (no process left) if the start fails or is cancelled."""
+    try:
+        await runtime.start()
+    except BaseException:
+        await runtime.close()
+        raise
+    return runtime
+
+
+def new_log(config: Config) -> SessionLog:
+    """A new session log (header written) in the configured sessions folder."""
+    header = make_header(
+        new_session_id(), workspace_of(config), config.llm.model, config.redacted_dict()
+    )
+    return SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+
+
+def make_llm(config: Config, on_retry: RetryHook | None = None) -> LLMClient:
+    """The LLM client for `config.llm` (imports litellm if nothing did yet)."""
+    from workbench.llm import LLMClient
+
+    return LLMClient(config.llm, on_retry=on_retry)
+
+
+async def open_controller(
+    config: Config,
+    runtime: Runtime,
+    llm: LLMClient,
+    log: SessionLog,
+    confirm: ConfirmHook | None = None,
+) -> Controller:
+    """The controller of a session whose runtime has started: it offers the tools the
+    sandbox can run and records into `log`."""
+    from workbench.controller import Controller
+
+    info = await runtime.info()
+    return Controller(
+        config,
+        runtime,
+        llm,
+        log,
+        confirm=confirm,
+        workspace=info.workspace,
+        executors=info.executors,
+    )
+
+
+def reopen(path: Path) -> LoadedSession:
+    """A saved session read back from its log (header, events, and what could not be read).
+
+    Raises `SessionLogError` when the file is not a session log."""
+    return read(path)

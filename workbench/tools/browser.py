@@ -1,0 +1,84 @@
+"""`browser`: drive the sandbox's headless Chromium with BrowserGym action strings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox.protocol import BrowseAction, BrowseObservation
+from workbench.display import Cell, first_line
+from workbench.tools.base import ParseOptions, RuleSubject, Tool
+
+
+class BrowserTool(Tool[BrowseAction, BrowseObservation]):
+    """The browser: each action answers with the page's text, its accessibility tree and a
+    screenshot; downloads land in the workspace."""
+
+    name = "browser"
+    description = (
+        "Drive a web browser with BrowserGym action strings and get back the page's text, its "
+        "accessibility tree (elements carry ids called bid) and a screenshot. Examples: "
+        '`goto("http://127.0.0.1:8000")`, `click("12")`, `fill("7", "hello")`, '
+        "`scroll(0, 400)`, `go_back()`. Downloads land in the workspace."
+    )
+    parameters = {
+        "code": {"type": "string", "description": "One or more BrowserGym actions, one a line."},
+    }
+    required = ("code",)
+    action_kinds = ("browse",)
+    rule_kind = "browse"
+    prompt_line = "`browser`: drive a web browser with BrowserGym actions."
+    executor = "browser"
+    pane = "browser"
+
+    def enabled(self, config: Any) -> bool:
+        """`agent.enable_browser`."""
+        return bool(config.agent.enable_browser)
+
+    def parse(self, args: dict[str, Any], options: ParseOptions) -> BrowseAction:
+        """One or more BrowserGym actions."""
+        return BrowseAction(action=args["code"])
+
+    def arguments(self, action: BrowseAction) -> dict[str, Any]:
+        """The call's arguments."""
+        return {"code": action.action}
+
+    def observation_text(self, observation: BrowseObservation) -> str:
+        """URL, title, text and accessibility tree; the screenshot file and any downloads."""
+        obs = observation
+        files = [f"[screenshot saved: {obs.screenshot_path}]"] if obs.screenshot_path else []
+        files += [f"[downloaded: {path}]" for path in obs.downloads]
+        if obs.error:
+            return "\n".join([f"[browser error] {obs.error}\nURL: {obs.url}", *files])
+        text = (
+            f"URL: {obs.url}\nTitle: {obs.title}\n\n{obs.content}\n\n"
+            f"Accessibility tree:\n{obs.axtree}"
+        )
+        return "\n".join([text, *files]) if files else text
+
+    def failed(self, observation: BrowseObservation) -> bool:
+        """The browser reported an error."""
+        return bool(observation.error)
+
+    def files(self, observation: BrowseObservation) -> list[str]:
+        """The screenshot."""
+        return [observation.screenshot] if observation.screenshot else []
+
+    def rule_subject(self, action: BrowseAction) -> RuleSubject:
+        """`browse:` rules match the action string."""
+        return RuleSubject(self.rule_kind, action.action)
+
+    def describe(self, action: BrowseAction) -> str:
+        """`browse ACTION`."""
+        return f"browse {action.action}"
+
+    def action_cell(self, key: str, action: BrowseAction) -> Cell:
+        """The action string."""
+        return Cell(key, "action", "@", action.action)
+
+    def observation_cell(self, key: str, observation: BrowseObservation) -> Cell:
+        """The page's title and URL, or the error."""
+        obs = observation
+        if obs.error:
+            return Cell(key, "error", "@", f"{obs.action}: {first_line(obs.error)}", obs.error)
+        title = f"{obs.title or obs.url} {obs.url}".strip()
+        return Cell(key, "observation", "@", title, obs.content, "text")
