@@ -1,15 +1,19 @@
 """Text files for the editor: detect encoding, BOM and line endings on read, write back the same.
 
-A file is decoded as UTF-16 (when it starts with a UTF-16 BOM), UTF-8 (with or without BOM) or,
-failing that, latin-1, which maps every byte and so round-trips exactly. NUL bytes or a high
-share of control bytes mark a file as binary. A file whose every newline is CRLF is edited with
-`\\n` and written back with CRLF; tabs and all other characters are never touched.
+A file is decoded as UTF-16 (when it starts with a UTF-16 BOM), UTF-8 (with or without BOM,
+tried strictly first) or, failing that, the legacy encoding `files_encoding` detects (cp1251,
+Shift-JIS ...; latin-1 when unsure, which maps every byte and so round-trips exactly). NUL
+bytes or a high share of control bytes mark a file as binary. A file whose every newline is
+CRLF is edited with `\\n` and written back with CRLF; tabs and all other characters are never
+touched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from sandbox.executors.files_encoding import detect_encoding
 
 SNIFF_BYTES = 8192
 """How much of a file the binary and encoding checks look at when the file is not read whole."""
@@ -42,7 +46,7 @@ class TextFile:
     encoding: str
     bom: bytes
     label: str
-    """The encoding as a person would name it, e.g. "UTF-8" or "latin-1"."""
+    """The encoding as a person would name it, e.g. "UTF-8", "cp1251" or "latin-1"."""
     crlf: bool
 
     def encode(self, text: str) -> bytes:
@@ -108,7 +112,20 @@ def decode(path: Path, data: bytes) -> TextFile:
     try:
         return _with_newlines(path, data.decode("utf-8"), "utf-8", b"", "UTF-8")
     except UnicodeDecodeError:
-        return _with_newlines(path, data.decode("latin-1"), "latin-1", b"", "latin-1")
+        encoding = detect_encoding(data)
+        return _with_newlines(path, data.decode(encoding), encoding, b"", encoding)
+
+
+def head_encoding(head: bytes) -> str:
+    """The encoding of a file too big to read whole, judged from its first bytes."""
+    try:
+        head.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":  # a character cut by the sniff window
+            return "utf-8"
+    # Whole lines only: a multi-byte character cut at the end would spoil the detection.
+    return detect_encoding(head[: head.rfind(b"\n") + 1] or head)
 
 
 def _with_newlines(path: Path, text: str, encoding: str, bom: bytes, label: str) -> TextFile:

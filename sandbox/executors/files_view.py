@@ -15,6 +15,7 @@ from sandbox.executors.files_text import (
     EditRefused,
     NotText,
     binary_reason,
+    head_encoding,
     human_size,
     not_text_message,
 )
@@ -178,13 +179,14 @@ def stream_lines(path: Path, first: int, last: int | None) -> Iterator[tuple[int
         why = binary_reason(head)
         if why is not None:
             raise NotText(not_text_message(path, why))
+        encoding = head_encoding(head)
         handle.seek(0)
         for number, raw in enumerate(handle, start=1):
             if number < first:
                 continue
             if last is not None and number > last:
                 return
-            yield number, raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
+            yield number, raw.rstrip(b"\n").rstrip(b"\r").decode(encoding, errors="replace")
 
 
 def directory_tree(root: Path, max_entries: int) -> str:

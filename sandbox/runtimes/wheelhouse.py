@@ -31,9 +31,11 @@ SANDBOX_REQUIREMENTS: tuple[str, ...] = (
     "pexpect",
     "jupyter_client",
     "ipykernel",
+    "charset_normalizer",
 )
 """What `python -m sandbox serve` needs at run time: not aiohttp (only the client side, in the
-app, uses it), and not the browser stack (the browser executor stays host-only)."""
+app, uses it), and not the browser stack (the browser executor stays host-only).
+`charset_normalizer` is the editor's encoding detector, imported on the first non-UTF-8 file."""
 
 SANDBOX_DIST = "workbench-sandbox"
 LOCAL_WHEELS_ENV = "WORKBENCH_WHEELS"

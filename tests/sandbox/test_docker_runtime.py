@@ -93,6 +93,21 @@ async def test_editor_writes_files_the_host_sees(make_runtime: MakeRuntime, tmp_
     assert "app.py" in names
 
 
+async def test_editor_keeps_a_cp1251_file_in_cp1251(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    runtime = await make_runtime()
+    text = "[школа]\nгород = Новосибирск\nдиректор = Ирина Петровна\n"  # noqa: RUF001
+    (tmp_path / "workspace" / "school.ini").write_bytes(text.encode("cp1251"))
+    replaced = await edit(
+        runtime, "str_replace", "/workspace/school.ini", old_str="Новосибирск", new_str="Томск"
+    )
+    assert isinstance(replaced, FileEditObservation), replaced
+    assert "город = Томск" in replaced.content
+    changed = text.replace("Новосибирск", "Томск")
+    assert (tmp_path / "workspace" / "school.ini").read_bytes() == changed.encode("cp1251")
+
+
 async def test_jupyter_runs_in_the_container_and_follows_the_shell(
     make_runtime: MakeRuntime,
 ) -> None:

@@ -1,5 +1,7 @@
 """The file editor (`str_replace_editor`) on real files: every command and every refusal."""
 
+# ruff: noqa: RUF001  (Cyrillic and CJK samples: their look-alike letters are the point)
+
 from __future__ import annotations
 
 import os
@@ -390,6 +392,137 @@ def test_utf8_bom_and_utf16_are_kept(editor: FileEditor, tmp_path: Path) -> None
     assert "     2\tb = 2" in ok(editor, "view", wide).content
     ok(editor, "str_replace", wide, old_str="b = 2", new_str="b = 3")
     assert wide.read_bytes() == b"\xff\xfe" + "a = 1\r\nb = 3\r\n".encode("utf-16-le")
+
+
+RUSSIAN = """# Настройки приложения для учёта учеников
+# Этот файл описывает общие параметры: изменяйте его осторожно.
+
+[общие]
+название = "Средняя школа номер пять"
+город = "Новосибирск"
+директор = "Ирина Петровна Смирнова"
+
+[сообщения]
+приветствие = "Добро пожаловать в школу! Ученики должны приходить вовремя."
+закрытие = "Школа закрыта на зимние каникулы."
+"""
+FRENCH = """# Configuration de l'application de gestion des élèves
+# Ce fichier décrit les paramètres généraux : ne le modifiez qu'avec précaution.
+
+[général]
+nom = "École élémentaire Jean-Jacques Rousseau"
+ville = "Besançon"
+directrice = "Hélène Lefèvre"
+
+[messages]
+bienvenue = "Bienvenue à l'école ! Les élèves sont priés d'arriver à l'heure."
+remarque = "Ça marche très bien, même après la mise à jour."
+"""
+JAPANESE = """# アプリケーションの設定ファイル
+# このファイルには一般的なパラメータが含まれています。注意して変更してください。
+
+[一般]
+名前 = "東京市立第一小学校"
+都市 = "東京"
+校長 = "山田太郎"
+
+[メッセージ]
+歓迎 = "学校へようこそ！生徒は時間通りに来てください。"
+休校 = "冬休みの間、学校は休みです。"
+"""
+CHINESE = """# 应用程序的配置文件
+# 此文件包含一般参数：请谨慎修改。
+
+[常规]
+名称 = "北京市第一小学"
+城市 = "北京"
+校长 = "王小明"
+
+[消息]
+欢迎 = "欢迎来到学校！学生应按时到校。"
+关闭 = "寒假期间学校关闭。"
+"""
+
+
+def test_cp1251_file_is_viewed_edited_and_kept_in_cp1251(
+    editor: FileEditor, tmp_path: Path
+) -> None:
+    target = tmp_path / "school.ini"
+    target.write_bytes(RUSSIAN.encode("cp1251"))
+    view = ok(editor, "view", target).content
+    assert '     6\tгород = "Новосибирск"' in view
+
+    edited = ok(editor, "str_replace", target, old_str="Новосибирск", new_str="Томск")
+    text = RUSSIAN.replace("Новосибирск", "Томск")
+    assert target.read_bytes() == text.encode("cp1251")
+    assert '-город = "Новосибирск"' in (edited.diff or "")
+    assert '+город = "Томск"' in (edited.diff or "")
+    assert 'город = "Томск"' in edited.content
+
+    ok(editor, "insert", target, insert_line=7, new_str='завуч = "Олег Иванович"\n')
+    lines = text.split("\n")
+    text = "\n".join([*lines[:7], 'завуч = "Олег Иванович"', *lines[7:]])
+    assert target.read_bytes() == text.encode("cp1251")
+
+    undone = ok(editor, "undo_edit", target)
+    assert target.read_bytes() == RUSSIAN.replace("Новосибирск", "Томск").encode("cp1251")
+    assert '-завуч = "Олег Иванович"' in (undone.diff or "")
+    ok(editor, "undo_edit", target)
+    assert target.read_bytes() == RUSSIAN.encode("cp1251")
+
+
+def test_cp1251_file_refuses_a_character_it_cannot_hold(editor: FileEditor, tmp_path: Path) -> None:
+    target = tmp_path / "school.ini"
+    target.write_bytes(RUSSIAN.encode("cp1251"))
+    message = refused(editor, "str_replace", target, old_str="Томск", new_str="x")
+    assert "did not appear verbatim" in message
+    message = refused(editor, "str_replace", target, old_str="пять", new_str="五")
+    assert "cp1251" in message and "'五'" in message
+    assert target.read_bytes() == RUSSIAN.encode("cp1251")
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding", "old", "new"),
+    [
+        (FRENCH, "latin-1", "Besançon", "Valençay"),
+        (JAPANESE, "shift_jis", "山田太郎", "鈴木花子"),
+        (CHINESE, "gb2312", "王小明", "李华"),
+    ],
+    ids=["latin-1 French", "Shift-JIS", "GB2312"],
+)
+def test_legacy_encodings_are_detected_and_kept(
+    editor: FileEditor, tmp_path: Path, text: str, encoding: str, old: str, new: str
+) -> None:
+    target = tmp_path / "settings.ini"
+    target.write_bytes(text.encode(encoding))
+    assert old in ok(editor, "view", target).content
+    ok(editor, "str_replace", target, old_str=old, new_str=new)
+    assert target.read_bytes() == text.replace(old, new).encode(encoding)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xe9\n", "Привет\n".encode("cp1251"), b"x = 1  # \xa0\xe9\n"],
+    ids=["one byte", "one cp1251 word", "code with two high bytes"],
+)
+def test_short_ambiguous_file_falls_back_to_latin1_and_keeps_its_bytes(
+    editor: FileEditor, tmp_path: Path, data: bytes
+) -> None:
+    target = tmp_path / "short.txt"
+    target.write_bytes(data)
+    shown = ok(editor, "view", target).content
+    assert data.decode("latin-1").rstrip("\n") in shown
+    ok(editor, "insert", target, insert_line=0, new_str="# header\n")
+    assert target.read_bytes() == b"# header\n" + data
+
+
+def test_big_cp1251_file_is_viewed_in_its_encoding(tmp_path: Path) -> None:
+    editor = FileEditor(tmp_path, max_file_bytes=1024)
+    target = tmp_path / "big.ini"
+    target.write_bytes((RUSSIAN * 20).encode("cp1251"))
+    part = ok(editor, "view", target, view_range=[5, 6]).content
+    assert "too big to edit" in part
+    assert '     6\tгород = "Новосибирск"' in part
 
 
 # ------------------------------------------------------------------ through the sandbox
