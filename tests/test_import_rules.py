@@ -1,4 +1,5 @@
-"""Layering rules: `sandbox` never imports `workbench`; only `workbench/tui` imports textual."""
+"""Layering rules: `sandbox` never imports `workbench`; only `workbench/tui` imports textual;
+no import cycle anywhere; the two front ends never import each other."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from import_graph import cycles, import_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,3 +86,41 @@ def test_the_scanner_sees_lazy_imports(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from textual.app import App\n    import workbench.x\n")
     assert {"textual.app", "workbench.x"} <= imported_names(sample)
+
+
+def test_no_import_cycle_in_workbench_and_sandbox() -> None:
+    graph = import_graph(ROOT, "workbench", "sandbox")
+    assert "workbench.tools.registry" in graph["workbench.controller"]  # the scan sees the tree
+    assert "sandbox.protocol" in graph["workbench.events"]  # and across the two packages
+    assert cycles(graph) == []
+
+
+def test_the_front_ends_never_import_each_other() -> None:
+    graph = import_graph(ROOT, "workbench", "sandbox")
+    tui = {name for name in graph if name.startswith("workbench.tui")}
+    assert "workbench.tui.bridge" in tui
+    assert not graph["workbench.headless"] & tui
+    assert not graph["workbench.headless_output"] & tui
+    for name in tui:
+        assert not graph[name] & {"workbench.headless", "workbench.headless_output"}, name
+
+
+def _calls(path: Path) -> set[str]:
+    """The dotted names called in a file (`Controller`, `SessionLog.create`, ...)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Call):
+            names.add(ast.unparse(node.func))
+    return names
+
+
+def test_one_module_opens_sessions() -> None:
+    graph = import_graph(ROOT, "workbench", "sandbox")
+    assert "workbench.session" in graph["workbench.headless"]
+    assert "workbench.session" in graph["workbench.tui.bridge"]
+    openers = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "workbench").rglob("*.py")
+        if _calls(path) & {"Controller", "SessionLog.create", "make_header", "create_runtime"}
+    }
+    assert openers == {"workbench/session.py"}

@@ -234,3 +234,53 @@ async def test_a_message_queued_when_the_agent_is_stopped_goes_back_to_the_input
             assert prompt.queued == [] and not prompt.border_title
             assert len(server.requests) == 1
             await app.action_quit()
+
+
+RACE_SCRIPT = {
+    "steps": [
+        _bash("echo one"),
+        {"tool_calls": [{"name": "finish", "arguments": {"message": "Both read."}}]},
+    ],
+    "default": {"text": "nothing more"},
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("when", ["before start-up ends", "while the session opens"])
+async def test_two_tasks_sent_at_once_make_one_session_and_one_run(
+    tmp_path: Path, when: str
+) -> None:
+    with ScriptedLLMServer(RACE_SCRIPT) as server:
+        config = _config(tmp_path, server.base_url)
+        backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+        app = create_app(
+            config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path / "t"
+        )
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.query_one(StatusBar)
+            if when == "while the session opens":
+                await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox", 60)
+                await _until(pilot, lambda: status.data.llm == "ready", "the LLM client", 60)
+            # Both in the same tick: the second arrives while the first waits.
+            app.post_message(PromptSubmitted("first task"))
+            app.post_message(PromptSubmitted("and a second thought"))
+            await _until(pilot, lambda: status.data.state == "finished", "the finish", 90)
+            await pilot.pause(0.2)
+            controller = backend.controller
+            assert controller is not None
+            users = [
+                e.text
+                for e in controller.events
+                if isinstance(e, MessageEvent) and e.source == "user"
+            ]
+            assert users == ["first task", "and a second thought"]
+            runs = [e for e in controller.events if getattr(e, "state", "") == "running"]
+            assert len(runs) == 1
+            # The agent read both before its first step, in one conversation.
+            first = [m["content"] for m in server.requests[0]["messages"] if m["role"] == "user"]
+            assert first == ["first task", "and a second thought"]
+            assert len(server.requests) == 2
+            # The input box no longer says a message is queued.
+            assert not app.query_one(PromptInput).queued
+            folder = controller.session.path.parent
+    assert [path.name for path in folder.glob("*.jsonl")] == [controller.session.path.name]

@@ -6,12 +6,10 @@ import json
 import random
 
 import pytest
-from workbench.config_schema import Config
-from workbench.tools.ipython import IPythonTool
-from workbench.tools.registry import REGISTRY, AnyTool, schemas
 
 from sandbox.protocol import (
     BrowseAction,
+    BrowseObservation,
     CmdOutputObservation,
     CmdRunAction,
     FileEditAction,
@@ -23,9 +21,11 @@ from workbench.agent.messages import (
     NOT_ANSWERED,
     MessageBuilder,
     build_messages,
+    observation_text,
 )
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
+from workbench.config_schema import Config
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
@@ -36,6 +36,9 @@ from workbench.events import (
     ObservationEvent,
     ThinkAction,
 )
+from workbench.tools.ipython import IPythonTool
+from workbench.tools.registry import REGISTRY, AnyTool, schemas
+
 
 def _offered(jupyter: bool, browser: bool) -> list[AnyTool]:
     config = Config()
@@ -313,3 +316,46 @@ def test_the_incremental_builder_equals_a_full_rebuild_at_every_step() -> None:
         # Another list (a new conversation) is built from scratch.
         other = _random_events(rng, 5)
         assert builder.build(other) == build_messages("SYS", other, 60)
+
+
+def test_insert_line_as_a_numeric_string_is_the_number() -> None:
+    args = {"command": "insert", "path": "/w/a.py", "insert_line": "1", "new_str": "x"}
+    action = _call("str_replace_editor", args)
+    assert isinstance(action, FileEditAction) and action.insert_line == 1
+    args["insert_line"] = " 12 "
+    action = _call("str_replace_editor", args)
+    assert isinstance(action, FileEditAction) and action.insert_line == 12
+    args["insert_line"] = "1.5"
+    with pytest.raises(ToolCallError, match="must be an integer"):
+        _call("str_replace_editor", args)
+
+
+def test_an_ipython_result_ends_with_the_kernels_directory_and_interpreter() -> None:
+    obs = IPythonObservation(
+        code="print(1)", content="1\n", cwd="/w/sub", python="/usr/bin/python3.11"
+    )
+    assert observation_text(obs).splitlines() == [
+        "1",
+        "[Jupyter current working directory: /w/sub]",
+        "[Jupyter Python interpreter: /usr/bin/python3.11]",
+    ]
+    old = IPythonObservation(code="x", content="")  # a server that does not say
+    assert observation_text(old) == "[no output]"
+
+
+def test_a_browser_result_names_its_screenshot_file_and_downloads() -> None:
+    obs = BrowseObservation(
+        action='click("12")',
+        url="http://127.0.0.1:8000/",
+        title="Files",
+        content="page text",
+        screenshot="browser-003-ab.png",
+        screenshot_path="/tmp/artifacts/browser-003-ab.png",
+        downloads=["/w/report.csv"],
+    )
+    text = observation_text(obs)
+    assert "[screenshot saved: /tmp/artifacts/browser-003-ab.png]" in text
+    assert "[downloaded: /w/report.csv]" in text
+    failed = obs.model_copy(update={"error": "Timeout", "downloads": []})
+    assert observation_text(failed).startswith("[browser error] Timeout")
+    assert "[screenshot saved:" in observation_text(failed)

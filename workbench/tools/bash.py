@@ -7,8 +7,8 @@ import json
 import logging
 from typing import Any
 
+from sandbox.errors import SandboxError
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
-from sandbox.runtimes.base import SandboxError
 from workbench.display import Cell, Role, first_line, last_line, strip_ansi
 from workbench.security.analyzer import Assessment, analyze_command
 from workbench.tools.base import ParseOptions, RuleSubject, Tool, ToolCallError, ToolContext, clip

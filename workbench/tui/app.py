@@ -514,7 +514,8 @@ class WorkbenchApp(App[int]):
             if command.title != "Maximize":
                 yield command
         for entry in palette_entries(self.PANES):
-            yield SystemCommand(entry.title, entry.help, partial(self._palette_action, entry.action))
+            run = partial(self._palette_action, entry.action)
+            yield SystemCommand(entry.title, entry.help, run)
 
     def _palette_action(self, action: str) -> None:
         """Run a palette entry's action now (the `action_*` methods it names are plain)."""
