@@ -3,12 +3,15 @@
 The kernel (`jupyter_kernel.Kernel`, imported lazily) starts in a background thread when the
 executor is built, so the first cell waits less; it imports the agent skills
 (`from sandbox.skills import *`) silently. Before each cell the kernel's cwd follows the shell's
-when the shell has moved. A kernel that died is restarted and the observation says its state
-was lost; a cell past its timeout is interrupted and returns what it printed.
+when the shell has moved. Each observation names the kernel's interpreter and its cwd after
+the cell (a cell may `os.chdir`), read in the cell's own request as a user expression. A kernel
+that died is restarted and the observation says its state was lost; a cell past its timeout is
+interrupted and returns what it printed.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import contextlib
@@ -56,6 +59,8 @@ try:
 except ImportError:
     pass
 """
+CWD_EXPRESSION = {"cwd": "__import__('os').getcwd()"}
+"""Evaluated by the kernel after each cell, in the same request: no extra round trip."""
 _HIDDEN_ENV = ("SANDBOX_TOKEN",)
 _ENV_DEFAULTS = {
     "PAGER": "cat",
@@ -115,9 +120,10 @@ class JupyterExecutor:
             if kernel is None:
                 return ErrorObservation(error_kind="internal", content=" ".join(notes))
             self._follow_shell(kernel)
-            run = kernel.run(action.code, timeout)
+            run = kernel.run(action.code, timeout, expressions=CWD_EXPRESSION)
+            cwd = self._cwd_after(kernel, run)
             after = self._after_run(kernel, run, timeout)
-            return self._observe(action, run, notes, after)
+            return self._observe(action, run, notes, after, cwd, kernel.python)
 
     def close(self) -> None:
         """Shut the kernel down; no process of it is left behind."""
@@ -199,6 +205,22 @@ class JupyterExecutor:
         if run.status == "ok":
             self._kernel_cwd = cwd
 
+    def _cwd_after(self, kernel: Kernel, run: CellRun) -> str:
+        """The kernel's cwd after `run`; "" when the kernel died or is stuck."""
+        if run.status != "ok":
+            # The kernel skips user expressions after a failed cell: ask again, only then.
+            if run.status not in ("error", "aborted") or not kernel.alive():
+                return ""
+            run = kernel.run("", CHDIR_TIMEOUT_S, silent=True, expressions=CWD_EXPRESSION)
+        value = run.expressions.get("cwd") or {}
+        if value.get("status") != "ok":
+            return ""  # e.g. the directory was removed
+        try:
+            cwd = ast.literal_eval(str(value.get("data", {}).get("text/plain", "")))
+        except (ValueError, SyntaxError):
+            return ""
+        return cwd if isinstance(cwd, str) else ""
+
     def _after_run(self, kernel: Kernel, run: CellRun, timeout: float) -> list[str]:
         """Notes on how the cell ended; restarts the kernel if it died or would not stop."""
         if run.status == "died" and not self._closed:
@@ -227,7 +249,13 @@ class JupyterExecutor:
     # ------------------------------------------------------------------ output
 
     def _observe(
-        self, action: IPythonAction, run: CellRun, before: list[str], after: list[str]
+        self,
+        action: IPythonAction,
+        run: CellRun,
+        before: list[str],
+        after: list[str],
+        cwd: str,
+        python: str,
     ) -> IPythonObservation:
         text: list[str] = []
         images: list[str] = []
@@ -258,6 +286,8 @@ class JupyterExecutor:
             images=images,
             error=error,
             note=" ".join(notes) if notes else None,
+            cwd=cwd,
+            python=python,
         )
 
     def _save_images(self, data: dict[str, Any], text: list[str]) -> list[str]:

@@ -87,6 +87,8 @@ class CellRun:
     started: bool = False
     """Whether the kernel said it was busy with this cell."""
     payloads: list[dict[str, Any]] = field(default_factory=list)
+    expressions: dict[str, Any] = field(default_factory=dict)
+    """The reply's `user_expressions`: each as IPython's display bundle, or an error."""
 
 
 class Kernel:
@@ -103,6 +105,8 @@ class Kernel:
         self._client: BlockingKernelClient | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.pid = 0
+        self.python = sys.executable
+        """The interpreter the kernel runs on (`_FixedSpecManager` always launches this one)."""
         try:
             with open(self._log_path, "wb") as log:
                 self._km.start_kernel(
@@ -140,17 +144,28 @@ class Kernel:
         except OSError:
             return ""
 
-    def run(self, code: str, timeout: float, silent: bool = False) -> CellRun:
+    def run(
+        self,
+        code: str,
+        timeout: float,
+        silent: bool = False,
+        expressions: dict[str, str] | None = None,
+    ) -> CellRun:
         """Execute `code` and collect its output until the kernel is idle again.
 
         On `timeout` the kernel is interrupted and the output up to then kept; if it does not
         stop within INTERRUPT_GRACE_S the run ends with status "timeout". A kernel that dies
-        meanwhile ends the run with status "died".
+        meanwhile ends the run with status "died". `expressions` are evaluated by the kernel
+        after a cell that succeeds, in the same request (`CellRun.expressions`).
         """
         assert self._client is not None
         client = self._client
         msg_id: str = client.execute(
-            code, silent=silent, store_history=not silent, allow_stdin=False
+            code,
+            silent=silent,
+            store_history=not silent,
+            allow_stdin=False,
+            user_expressions=expressions or {},
         )
         run = CellRun()
         deadline = time.monotonic() + timeout
@@ -187,6 +202,7 @@ class Kernel:
         else:
             run.status = str(reply.get("status", "error"))
             run.payloads = list(reply.get("payload") or [])
+            run.expressions = dict(reply.get("user_expressions") or {})
         return run
 
     def _reply(self, msg_id: str) -> dict[str, Any] | None:

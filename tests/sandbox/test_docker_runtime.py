@@ -118,6 +118,7 @@ async def test_jupyter_runs_in_the_container_and_follows_the_shell(
     await shell(runtime, "mkdir -p /workspace/nb && cd /workspace/nb")
     obs = await runtime.execute(IPythonAction(code="import os; print(os.getcwd())"))
     assert isinstance(obs, IPythonObservation) and "/workspace/nb" in obs.content
+    assert obs.cwd == "/workspace/nb" and obs.python.startswith("/opt/sandbox/bin/python")
 
 
 # ------------------------------------------------------------------ users and volumes

@@ -330,3 +330,34 @@ def test_cwd_follows_cd_through_sandbox(tmp_path: Path) -> None:
         assert obs.content == repr(str(tmp_path.resolve() / "sub"))
     finally:
         sandbox.close()
+
+
+def test_every_cell_reports_the_kernel_cwd_and_python(tmp_path: Path) -> None:
+    from sandbox.core import Sandbox
+
+    root = tmp_path.resolve()
+    for name in ("sub", "elsewhere", "after_error", "doomed"):
+        (root / name).mkdir()
+    sandbox = Sandbox(root, artifacts=root / "artifacts")
+
+    def cell(code: str) -> IPythonObservation:
+        obs = sandbox.execute(IPythonAction(code=code))
+        assert isinstance(obs, IPythonObservation), obs
+        return obs
+
+    try:
+        first = cell("1")
+        assert (first.cwd, first.python) == (str(root), sys.executable)
+        sandbox.execute(CmdRunAction(command="cd sub"))
+        assert cell("2").cwd == str(root / "sub")
+        moved = cell(f"import os; os.chdir({str(root / 'elsewhere')!r})")
+        assert moved.cwd == str(root / "elsewhere") and not moved.error
+        failed = cell(f"os.chdir({str(root / 'after_error')!r}); 1 / 0")
+        assert failed.error and failed.cwd == str(root / "after_error")
+        assert failed.python == sys.executable
+        removed = cell(f"os.chdir({str(root / 'doomed')!r}); os.rmdir(os.getcwd())")
+        assert removed.cwd == "" and not removed.error  # no cwd to name
+        sandbox.execute(CmdRunAction(command=f"cd {root}"))
+        assert cell("3").cwd == str(root)
+    finally:
+        sandbox.close()
