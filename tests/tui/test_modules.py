@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import make_config
 
+from workbench.testing.fake_backend import FakeBackend
 from workbench.tui import terminal
 from workbench.tui.app import create_app
 from workbench.tui.bridge import IMPORT_SWITCH_INTERVAL_S, ControllerBackend
@@ -155,3 +156,26 @@ def test_notices_with_brackets_are_shown_as_written() -> None:
     error = LLMError("connection", "Cannot connect to host x:443 [Name or service not known] [/]")
     backend._notify(error.retry_notice(1, 2.0), "warning")
     assert shown == [error.retry_notice(1, 2.0)]
+
+
+async def test_the_app_drives_a_backend_through_the_protocol_alone(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    app = create_app(make_config(), backend, image_mode="halfcell", user_themes=tmp_path / "t")
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert backend.app is app  # attached as it mounts, before any task
+        await pilot.press(*"hello", "enter")
+        await pilot.press("f9", "f9", "f10")
+        for _ in range(50):
+            if "start" in backend.calls:
+                break
+            await pilot.pause(0.05)
+        assert backend.sent == ["hello"]
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+    assert "start" in backend.calls  # after the first frames
+    assert [call for call in backend.calls if call != "start"] == [
+        "pause",
+        "resume",
+        "stop",
+        "new_session",
+    ]

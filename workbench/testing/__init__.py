@@ -4,4 +4,6 @@
 HTTP through litellm; `workbench.testing.fake_llm.FakeLLM` replaces the LLM client in-process
 (no litellm, no HTTP) for loop-only tests and benchmarks. `workbench.testing.scripts`
 validates the scripts both play and builds the server's replies.
+`workbench.testing.fake_backend.FakeBackend` stands in for the TUI's backend: it records what
+the app asks of it and runs nothing.
 """

@@ -1,43 +1,36 @@
 """A `Backend` for TUI tests that records what the app asks of it and runs nothing.
 
-It satisfies `workbench.tui.backend.Backend` (checked by mypy where tests pass it to
-`create_app`); `artifacts` serves images by name, `events` are posted to the app at `start`.
+mypy checks that it satisfies `workbench.tui.backend.Backend`; `artifacts` serves images by
+name, as the real backend serves screenshots from the session folder.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from workbench.events import Event
+if TYPE_CHECKING:
+    from workbench.tui.backend import AppPort, Backend
 
 
 class FakeBackend:
     """Records tasks, answers, shell input and control calls; serves `artifacts`."""
 
-    def __init__(
-        self, artifacts: dict[str, bytes] | None = None, events: list[Event] | None = None
-    ) -> None:
-        self.app: Any = None
+    def __init__(self, artifacts: dict[str, bytes] | None = None) -> None:
+        self.app: AppPort | None = None
         self.artifacts = dict(artifacts or {})
-        self.events = list(events or [])
         self.sent: list[str] = []
         self.answers: list[str] = []
         self.shell: list[str] = []
         self.calls: list[str] = []
         """`start`, `pause`, `resume`, `stop`, `new_session`, `close`, in the order called."""
 
-    def attach(self, app: Any) -> None:
-        """Keep the app, to post `events` to it at `start`."""
+    def attach(self, app: AppPort) -> None:
+        """Keep the app."""
         self.app = app
 
     async def start(self) -> None:
-        """Post the prepared events, as a controller would."""
+        """Record it."""
         self.calls.append("start")
-        if self.app is not None and self.events:
-            from workbench.tui.messages import EventArrived
-
-            for event in self.events:
-                self.app.post_message(EventArrived(event))
 
     async def submit(self, text: str) -> None:
         """Keep the task or message."""
@@ -77,3 +70,7 @@ class FakeBackend:
     async def close(self) -> None:
         """Record it."""
         self.calls.append("close")
+
+
+if TYPE_CHECKING:
+    _satisfies_the_protocol: Backend = FakeBackend()
