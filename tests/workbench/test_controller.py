@@ -350,3 +350,15 @@ async def test_images_are_kept_with_the_session(tmp_path: Path) -> None:
     assert observation.kind == "ipython" and len(observation.images) == 1
     kept = h.session.payload_dir / observation.images[0]
     assert kept.read_bytes().startswith(b"\x89PNG")
+
+
+async def test_after_a_cd_in_the_shell_the_model_reads_where_the_kernel_is(tmp_path: Path) -> None:
+    cell = {"tool_calls": [{"name": "execute_ipython_cell", "arguments": {"code": "print(6*7)"}}]}
+    script = [bash("mkdir -p sub && cd sub"), cell, finish()]
+    async with harness(tmp_path, script, disable=("browser",), agent__enable_jupyter=True) as h:
+        result = await h.controller.run("where is the kernel")
+        assert result.status == "success"
+        answer = h.server.requests[2]["messages"][-1]["content"]
+    assert answer.splitlines()[0] == "42"
+    assert f"[Jupyter current working directory: {h.workspace / 'sub'}]" in answer
+    assert "[Jupyter Python interpreter: " in answer
