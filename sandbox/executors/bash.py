@@ -3,8 +3,9 @@
 One command at a time (`bash_split` decides what one command is); a command that is quiet for
 its soft timeout, or runs past its hard `timeout`, returns early with exit code -1 and keeps
 running: an empty command then fetches more output, `is_input` types text or keys into it, and a
-new command is refused until it ends. Output streams to subscribers as it arrives and each reply
-keeps the head and tail of long output. A shell that exited is restarted on the next action.
+new command is refused until it ends (the refusal carries the output not seen yet). Output
+streams to subscribers as it arrives and each reply keeps the head and tail of long output. A
+shell that exited is restarted on the next action.
 """
 
 from __future__ import annotations
@@ -183,7 +184,8 @@ class BashExecutor:
                 error_kind="busy",
                 content=f"Not executed: {_short(action.command)}. The previous command "
                 f"{_short(running.command)} is still running ({age:.0f} s so far) and gets "
-                f"nothing of yours. Either {_WHAT_NEXT} Then send your command again.",
+                f"nothing of yours. Either {_WHAT_NEXT} Then send your command again."
+                + self._unseen_output(),
             )
         split = split_commands(action.command)
         if split.incomplete:
@@ -261,6 +263,16 @@ class BashExecutor:
             note=_join(note, f"{why} To continue, {_WHAT_NEXT}"),
         )
 
+    def _unseen_output(self) -> str:
+        """For a refusal: what the running command printed since the agent last looked.
+
+        Taking it marks it seen, so the next empty command does not repeat it.
+        """
+        output = _clean(self._session.take_output())
+        if not output:
+            return "\nIt has printed nothing new since you last looked."
+        return f"\nIts new output since you last looked:\n{output}"
+
     def _finish(self) -> None:
         if self._running is not None:
             for path in self._running.files:
@@ -282,7 +294,7 @@ class BashExecutor:
             return ErrorObservation(
                 error_kind="busy",
                 content=f"Not set: the command {_short(self._running.command)} is still running. "
-                f"First {_WHAT_NEXT}",
+                f"First {_WHAT_NEXT}" + self._unseen_output(),
             )
         self._finish()
         path = self._session.private_dir / f"env-{next(self._files)}.sh"

@@ -77,6 +77,23 @@ def test_heredoc_is_one_command(shell: BashExecutor, tmp_path: Path) -> None:
     assert (tmp_path / "notes.txt").read_text() == "line $HOME\necho not run\n"
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["cat <<EOF", "cat <<EOF > notes.txt\nabc", "cat <<'END' > notes.txt\nabc\nEN"],
+)
+def test_incomplete_heredoc_is_refused_not_left_waiting(
+    shell: BashExecutor, tmp_path: Path, command: str
+) -> None:
+    """Unlike OpenHands' shell tool, which sends it and leaves bash waiting for the rest."""
+    started = time.monotonic()
+    err = refused(shell, command)
+    assert err.error_kind == "bad_action"
+    assert err.content.startswith("Not executed: the command is incomplete: the here-document")
+    assert time.monotonic() - started < 3  # answered at once, not after a soft timeout
+    assert not (tmp_path / "notes.txt").exists()
+    assert run(shell, "echo ready").content == "ready\n"  # bash was never fed the text
+
+
 def test_multiline_loop_if_and_function_are_one_command(shell: BashExecutor) -> None:
     loop = run(shell, "for i in 1 2 3\ndo\n  if [ $i -ne 2 ]; then\n    echo $i\n  fi\ndone")
     assert loop.content == "1\n3\n"
@@ -113,6 +130,45 @@ def test_soft_timeout_then_ctrl_c(shell: BashExecutor) -> None:
     assert stopped.exit_code == 130 and not stopped.running
     assert run(shell, "echo ok").content == "ok\n"
     assert time.monotonic() - started < 5
+
+
+def test_busy_refusal_carries_the_new_output_once(shell: BashExecutor, tmp_path: Path) -> None:
+    loop = "for i in 1 2 3; do echo line$i; sleep 1; done"
+    first = run(shell, loop, soft_timeout=0.5)
+    assert (first.content, first.running) == ("line1\n", True)
+    time.sleep(1.2)  # line2 arrives meanwhile
+    busy = refused(shell, "touch ran.txt")
+    assert busy.error_kind == "busy" and "still running" in busy.content
+    refusal, _, shown = busy.content.partition("\nIts new output since you last looked:\n")
+    assert "is_input" in refusal and shown.startswith("line2\n")
+    assert not (tmp_path / "ran.txt").exists()
+    seen, last = first.content + shown, first
+    for _ in range(5):
+        last = run(shell, "", soft_timeout=5)
+        seen += last.content
+        if not last.running:
+            break
+    assert seen == "line1\nline2\nline3\n"  # each line once: the refusal's count as seen
+    assert last.exit_code == 0
+
+
+def test_busy_refusal_with_nothing_new_says_so(shell: BashExecutor) -> None:
+    assert run(shell, "echo once; sleep 30", soft_timeout=0.3).content == "once\n"
+    busy = refused(shell, "echo next")
+    assert busy.content.endswith(
+        "Then send your command again.\nIt has printed nothing new since you last looked."
+    )
+    assert run(shell, "C-c", is_input=True).exit_code == 130
+
+
+def test_busy_set_env_refusal_carries_the_new_output_too(shell: BashExecutor) -> None:
+    assert run(shell, "echo one; sleep 0.5; echo two; sleep 30", soft_timeout=0.3).running
+    time.sleep(0.8)
+    busy = shell.execute(SetEnvAction(env={"A": "1"}))
+    assert isinstance(busy, ErrorObservation) and busy.error_kind == "busy"
+    assert busy.content.endswith("since you last looked:\ntwo\n")
+    stopped = run(shell, "C-c", is_input=True)
+    assert stopped.exit_code == 130 and "two" not in stopped.content
 
 
 def test_ctrl_c_stops_the_whole_pipeline(shell: BashExecutor) -> None:
