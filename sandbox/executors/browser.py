@@ -97,6 +97,8 @@ class BrowserExecutor:
             content=note + answer.get("content", ""),
             axtree=answer.get("axtree", ""),
             screenshot=answer.get("screenshot"),
+            screenshot_path=answer.get("screenshot_path", ""),
+            downloads=answer.get("downloads", []),
             error=error or None,
         )
 

@@ -3,7 +3,8 @@
 Run as `python -m sandbox.executors.browser_worker ARTIFACTS WORKSPACE`. It reads one JSON
 request per line on stdin (`{"action": "goto('...')"}`) and answers one JSON line on stdout.
 Playwright's sync API lives here, away from the server's event loop, and a crash or a hung
-page takes down only this process.
+page takes down only this process. Each answer names the screenshot file and the files the
+action downloaded into the workspace (never over an existing file).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ CHROMIUM_FLAGS = [
     "--disable-dev-shm-usage",
 ]
 MAX_TEXT_CHARS = 20_000
+DOWNLOAD_WAIT_S = 60.0
+"""How long a step waits for downloads it started to finish saving."""
 
 
 def chromium_path() -> str | None:
@@ -84,6 +87,8 @@ class BrowserSession:
         self.artifacts = artifacts
         self.workspace = workspace
         self._names = itertools.count(1)
+        self._downloads: list[str] = []
+        self._saving = 0
         self._pw = sync_playwright().start()
         _launch_with_our_chromium(self._pw, executable)
         browsergym.core._set_global_playwright(self._pw)
@@ -107,14 +112,26 @@ class BrowserSession:
         page.on("download", self._save_download)
 
     def _save_download(self, download: Any) -> None:
-        target = self.workspace / Path(download.suggested_filename).name
-        download.save_as(target)
+        self._saving += 1
+        try:
+            target = free_path(self.workspace, Path(download.suggested_filename).name)
+            download.save_as(target)
+            self._downloads.append(os.path.abspath(target))
+        finally:
+            self._saving -= 1
 
     def step(self, action: str) -> dict[str, Any]:
         """Run one action string and describe the page after it."""
         from browsergym.utils.obs import flatten_axtree_to_str
 
+        self._downloads = []
         obs, _reward, _done, _truncated, _info = self.env.step(action)
+        deadline = time.monotonic() + DOWNLOAD_WAIT_S
+        while self._saving and time.monotonic() < deadline:
+            try:
+                self.env.page.wait_for_timeout(50)  # a Playwright call: the saving handler runs
+            except Exception:  # the page closed meanwhile; what was saved is reported
+                break
         screenshot = self._save_screenshot(obs.get("screenshot"))
         axtree = flatten_axtree_to_str(obs["axtree_object"])
         try:
@@ -129,6 +146,8 @@ class BrowserSession:
             "content": _cut(text, MAX_TEXT_CHARS),
             "axtree": _cut(axtree, MAX_TEXT_CHARS),
             "screenshot": screenshot,
+            "screenshot_path": os.path.abspath(self.artifacts / screenshot) if screenshot else "",
+            "downloads": list(self._downloads),
             "error": obs.get("last_action_error") or None,
         }
 
@@ -149,6 +168,18 @@ class BrowserSession:
             self.env.close()
         finally:
             self._pw.stop()
+
+
+def free_path(folder: Path, name: str) -> Path:
+    """`folder / name`, or `name (1)`, `name (2)` ... as browsers do when that file exists."""
+    name = name if name not in ("", ".", "..") else "download"
+    target = folder / name
+    stem, suffix = target.stem, target.suffix
+    number = 1
+    while target.exists():
+        target = folder / f"{stem} ({number}){suffix}"
+        number += 1
+    return target
 
 
 def _cut(text: str, limit: int) -> str:

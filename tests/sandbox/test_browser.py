@@ -32,7 +32,30 @@ PAGE = """<html><head><title>Test page</title></head><body>
 <button onclick="document.getElementById('out').textContent='clicked!'">Press me</button>
 <p id="out">waiting</p>
 <a href="report.txt" download>get report</a>
+<a href="data.csv" download>get data</a>
+<a href="slow.csv" download>get slow data</a>
 </body></html>"""
+CSV = "city,population\nLyon,522250\nKöln,1084831\n"
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Serves the folder, plus `slow.csv`: its body pauses a second halfway."""
+
+    def do_GET(self) -> None:
+        if self.path != "/slow.csv":
+            return super().do_GET()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/csv")
+        self.send_header("Content-Length", "8")
+        self.end_headers()
+        self.wfile.write(b"a,b\n")
+        self.wfile.flush()
+        time.sleep(1.0)
+        self.wfile.write(b"1,2\n")
+        return None
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +63,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("site")
     (root / "index.html").write_text(PAGE)
     (root / "report.txt").write_text("the report\n")
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    (root / "data.csv").write_text(CSV, encoding="utf-8")
+    handler = functools.partial(_Handler, directory=str(root))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -57,8 +81,13 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserExecuto
 
 
 def browse(browser: BrowserExecutor, action: str) -> BrowseObservation:
+    """Run an action; every observation must name its screenshot file, a PNG on disk."""
     observation = browser.execute(BrowseAction(action=action))
     assert isinstance(observation, BrowseObservation), observation
+    assert observation.screenshot is not None
+    shot = Path(observation.screenshot_path)
+    assert shot.is_absolute() and shot.name == observation.screenshot
+    assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     return observation
 
 
@@ -98,14 +127,35 @@ def test_malformed_action_gets_a_hint(browser: BrowserExecutor) -> None:
     assert "goto(" in answer.content and "click(" in answer.content
 
 
-def test_download_lands_in_the_workspace(browser: BrowserExecutor, site: str) -> None:
+def test_download_is_named_by_the_action_that_made_it(browser: BrowserExecutor, site: str) -> None:
+    workspace = browser._context.workspace.resolve()
     page = browse(browser, f'goto("{site}/index.html")')
-    browse(browser, f'click("{bid_of(page, "link", "get report")}")')
-    target = browser._context.workspace / "report.txt"
-    deadline = time.monotonic() + 10
-    while not target.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert target.read_text() == "the report\n"
+    assert page.downloads == []
+    clicked = browse(browser, f'click("{bid_of(page, "link", "get data")}")')
+    assert clicked.downloads == [str(workspace / "data.csv")]
+    assert Path(clicked.downloads[0]).read_text(encoding="utf-8") == CSV
+    assert browse(browser, "scroll(0, 100)").downloads == []
+
+
+def test_slow_download_is_waited_for_and_named(browser: BrowserExecutor, site: str) -> None:
+    workspace = browser._context.workspace.resolve()
+    page = browse(browser, f'goto("{site}/index.html")')
+    clicked = browse(browser, f'click("{bid_of(page, "link", "get slow data")}")')
+    assert clicked.downloads == [str(workspace / "slow.csv")]
+    assert (workspace / "slow.csv").read_bytes() == b"a,b\n1,2\n"
+
+
+def test_download_never_overwrites_a_workspace_file(browser: BrowserExecutor, site: str) -> None:
+    workspace = browser._context.workspace.resolve()
+    (workspace / "report.txt").write_text("mine, not the site's\n")
+    page = browse(browser, f'goto("{site}/index.html")')
+    link = bid_of(page, "link", "get report")
+    first = browse(browser, f'click("{link}")')
+    second = browse(browser, f'click("{link}")')
+    assert first.downloads == [str(workspace / "report (1).txt")]
+    assert second.downloads == [str(workspace / "report (2).txt")]
+    assert (workspace / "report.txt").read_text() == "mine, not the site's\n"
+    assert (workspace / "report (2).txt").read_text() == "the report\n"
 
 
 def test_killed_browser_is_restarted_with_a_note(tmp_path: Path, site: str) -> None:
