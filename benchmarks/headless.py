@@ -310,11 +310,11 @@ async def _run_echo_session(
 
 
 async def _session(steps: int) -> dict[str, float]:
-    from workbench.agent.tools import tool_schemas
     from workbench.llm import LLMClient, load_litellm, prime_litellm
+    from workbench.tools.registry import REGISTRY, schemas
 
     def primed_client(config: Any) -> _Timed:
-        prime_litellm(config.llm, tool_schemas())  # as the CLI's start-up does
+        prime_litellm(config.llm, schemas(REGISTRY.tools()))  # as the CLI's start-up does
         return _Timed(LLMClient(config.llm), "complete")
 
     load_litellm()
