@@ -7,7 +7,8 @@ Prints progress lines, then ONE JSON object on its last line:
   of 5, measured alternately with the import; target <= litellm_import_s + 0.5).
 - `step_overhead_ms`: per step of a 50-step scripted session of `echo` actions, the step's wall
   time minus the time spent in the scripted server and in the sandbox, each measured by
-  replaying the session's own requests / actions to it directly afterwards; target <= 10 ms.
+  replaying the session's own requests / actions to it directly afterwards (no target of its
+  own: most of it is litellm's, see the next two).
   The scripted server runs in a child process, as a real endpoint would, so that its threads
   do not take the measured process's GIL.
   (Wall time inside `runtime.execute` is no measure of the sandbox: while the loop waits for
@@ -19,15 +20,18 @@ Prints progress lines, then ONE JSON object on its last line:
   (`load_litellm`, `prime_litellm`): that start-up work is what `first_request_s` measures, so
   the session does not count it a second time as the first step's. The session runs
   `SESSION_RUNS` times, each in a fresh process (one session per process, as the CLI runs it);
-  the run with the median `step_overhead_ms` is reported, all of them in
-  `step_overhead_runs_ms`.
+  the run with the median `overhead_beyond_litellm_ms` is reported, every run's figures in the
+  `*_runs_ms` lists.
 - `bare_litellm_overhead_ms` (baseline, same run): the session's own requests sent again
   through `litellm.acompletion` called directly, with no workbench code, minus the same
   server time: what litellm alone costs per call on this machine at this moment.
-  `overhead_beyond_litellm_ms` is the difference. `loop_only_ms`: the same session with the
-  LLM client replaced by `workbench.testing.fake_llm.FakeLLM` giving the same replies at once
-  (no litellm, no HTTP), minus sandbox time: workbench's own loop (messages, parsing, policy,
-  events, log).
+- `overhead_beyond_litellm_ms` = `step_overhead_ms` - `bare_litellm_overhead_ms`: our work per
+  step beyond litellm's own client side (the loop, our LLM client around litellm); target
+  <= 3 ms.
+- `loop_only_ms`: the same session with the LLM client replaced by
+  `workbench.testing.fake_llm.FakeLLM` giving the same replies at once (no litellm, no HTTP),
+  minus sandbox time: workbench's own loop (messages, parsing, policy, events, log); the
+  median over the runs; target <= 2 ms.
 - `gc_full_ms`: one full garbage collection in the session's process after the session (what
   a collection the interpreter starts by itself would stall the loop for); baseline
   `bare_litellm_gc_full_ms`, the same in a process that only imported litellm.
@@ -56,6 +60,10 @@ sys.path.insert(0, str(ROOT))
 MODEL = "openai/test-model"
 SESSION_RUNS = 5
 KEY = "sk-bench-key"
+HELP_TARGET_S = 0.3
+FIRST_REQUEST_MARGIN_S = 0.5  # beyond litellm's bare import
+OVERHEAD_BEYOND_LITELLM_TARGET_MS = 3
+LOOP_ONLY_TARGET_MS = 2
 
 
 def _env(base_url: str, tmp: Path) -> dict[str, str]:
@@ -298,7 +306,7 @@ async def _run_echo_session(
     header = make_header(new_session_id(), tmp / "ws", MODEL, config.redacted_dict())
     session = SessionLog.create(tmp / "sessions", header, secrets=[KEY])
     box = _Timed(runtime, "execute")
-    controller = Controller(config, box, llm, session)  # type: ignore[arg-type]
+    controller = Controller(config, box, llm, session)  # box and llm: duck-typed stand-ins
     start = time.perf_counter()
     result = await controller.run("echo things")
     wall = time.perf_counter() - start
@@ -363,7 +371,8 @@ async def _loop_only(steps: int) -> float:
             tmp, "http://127.0.0.1:9/v1", steps, lambda _config: FakeLLM(script, model=MODEL)
         )
         sandbox_s = await _replay_sandbox_time(tmp / "ws", [args[0] for args in box.args])
-    return (wall - sandbox_s) / result.steps * 1000
+    steps_run: int = result.steps
+    return (wall - sandbox_s) / steps_run * 1000
 
 
 def _session_in_subprocess() -> dict[str, float]:
@@ -419,17 +428,19 @@ def main() -> None:
     results["litellm_import_s"], results["first_request_s"] = round(imported, 3), round(first, 3)
     print(f"litellm_import_s {imported:.3f}  first_request_s {first:.3f}", flush=True)
     sessions = [_session_in_subprocess() for _ in range(SESSION_RUNS)]
-    overheads = [run["step_overhead_ms"] for run in sessions]
-    median = sorted(sessions, key=lambda run: run["step_overhead_ms"])[len(sessions) // 2]
+    median = sorted(sessions, key=lambda run: run["overhead_beyond_litellm_ms"])[len(sessions) // 2]
     results |= {k: round(v, 3) for k, v in median.items()}
-    results["step_overhead_runs_ms"] = [round(v, 3) for v in overheads]
-    print(f"step_overhead_ms {results['step_overhead_ms']} (runs: {overheads})", flush=True)
-    print(
-        f"bare_litellm_overhead_ms {results['bare_litellm_overhead_ms']}: the same requests "
-        "through litellm.acompletion alone (the baseline); "
-        f"loop_only_ms {results['loop_only_ms']}: the session without litellm",
-        flush=True,
-    )
+    per_step = {
+        "step_overhead_ms": "per step, beyond server and sandbox time",
+        "bare_litellm_overhead_ms": "the same requests through litellm.acompletion alone",
+        "overhead_beyond_litellm_ms": "the difference: our work beyond litellm's",
+        "loop_only_ms": "the session on FakeLLM, without litellm (median of the runs)",
+    }
+    runs = {name: [round(run[name], 3) for run in sessions] for name in per_step}
+    results |= {name.replace("_ms", "_runs_ms"): values for name, values in runs.items()}
+    results["loop_only_ms"] = round(statistics.median(runs["loop_only_ms"]), 3)
+    for name, meaning in per_step.items():
+        print(f"{name} {results[name]}: {meaning} (runs: {runs[name]})", flush=True)
     results["bare_litellm_gc_full_ms"] = round(bare_litellm_gc_full_ms(), 1)
     print(
         f"gc_full_ms {results['gc_full_ms']} after the session "
@@ -438,11 +449,25 @@ def main() -> None:
     )
     results["log_append_us"] = round(log_append_us(False), 1)
     results["log_append_fsync_us"] = round(log_append_us(True), 1)
-    results["targets_met"] = {
-        "help_s": results["help_s"] <= 0.3,
-        "first_request_s": results["first_request_s"] <= results["litellm_import_s"] + 0.5,
-        "step_overhead_ms": results["step_overhead_ms"] <= 10,
+    targets = {
+        "help_s": (f"<= {HELP_TARGET_S}", results["help_s"] <= HELP_TARGET_S),
+        "first_request_s": (
+            f"<= litellm_import_s + {FIRST_REQUEST_MARGIN_S}",
+            results["first_request_s"] <= results["litellm_import_s"] + FIRST_REQUEST_MARGIN_S,
+        ),
+        "overhead_beyond_litellm_ms": (
+            f"<= {OVERHEAD_BEYOND_LITELLM_TARGET_MS}",
+            results["overhead_beyond_litellm_ms"] <= OVERHEAD_BEYOND_LITELLM_TARGET_MS,
+        ),
+        "loop_only_ms": (
+            f"<= {LOOP_ONLY_TARGET_MS}",
+            results["loop_only_ms"] <= LOOP_ONLY_TARGET_MS,
+        ),
     }
+    for name, (target, met) in targets.items():
+        print(f"target {name} {target}: {results[name]}, {'met' if met else 'NOT MET'}")
+    results["targets"] = {name: target for name, (target, _) in targets.items()}
+    results["targets_met"] = {name: met for name, (_, met) in targets.items()}
     print(json.dumps(results))
 
 
