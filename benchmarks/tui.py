@@ -18,6 +18,12 @@ Baselines, measured in the same run on the same terminal size:
 - `baseline_litellm_rss_mb`: a bare Python process after `import litellm` (what "litellm
   loaded" costs on its own), and `baseline_python_rss_mb`: the bare interpreter.
 
+Derived, with its target (the final line's `targets` and `targets_met`):
+- `idle_rss_floor_mb` = `baseline_litellm_rss_mb` + `baseline_textual_rss_mb` -
+  `baseline_python_rss_mb`: litellm and Textual loaded in one interpreter, before any of our
+  code or the sandbox server; `idle_rss_above_floor_mb` = `idle_rss_mb` - that floor, the
+  memory that is ours (app code, sandbox server, its shell); target <= 45 MB.
+
 Latency is measured as a person's key travels: from a thread (Textual reads keys in one) into
 the app's event loop, through the handler, back; waiting on the GIL counts.
 Run: `.venv/bin/python benchmarks/tui.py`.
@@ -39,6 +45,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+IDLE_RSS_ABOVE_FLOOR_TARGET_MB = 45
 
 
 def p95(values: list[float]) -> float:
@@ -233,6 +240,24 @@ def bench_baselines() -> dict[str, Any]:
         )
         results[key] = round(float(done.stdout.split()[-1]), 1)
     return results
+
+
+def rss_above_floor(results: dict[str, Any]) -> dict[str, float]:
+    """The idle tree's RSS over the floor of bare litellm plus a bare Textual app; printed."""
+    floor = (
+        results["baseline_litellm_rss_mb"]
+        + results["baseline_textual_rss_mb"]
+        - results["baseline_python_rss_mb"]
+    )
+    above = results["idle_rss_mb"] - floor
+    print(
+        f"idle_rss_mb {results['idle_rss_mb']} = floor {floor:.1f} (bare litellm "
+        f"{results['baseline_litellm_rss_mb']} + bare Textual app "
+        f"{results['baseline_textual_rss_mb']} - bare Python {results['baseline_python_rss_mb']})"
+        f" + {above:.1f} above it (target <= {IDLE_RSS_ABOVE_FLOOR_TARGET_MB})",
+        flush=True,
+    )
+    return {"idle_rss_floor_mb": round(floor, 1), "idle_rss_above_floor_mb": round(above, 1)}
 
 
 def installed_copy() -> Path:
@@ -439,12 +464,19 @@ def main() -> None:
     results |= bench_startup()
     print("baselines: a bare Textual app, bare Python, bare litellm ...", flush=True)
     results |= bench_baselines()
+    results |= rss_above_floor(results)
     print("streaming 100 000 lines ...", flush=True)
     results |= in_child("--child-stream")
     print("opening a 10 000-event session ...", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = write_session(Path(tmp))
         results |= in_child("--child-10k", str(path))
+    above = results["idle_rss_above_floor_mb"]
+    met = above <= IDLE_RSS_ABOVE_FLOOR_TARGET_MB
+    target = f"<= {IDLE_RSS_ABOVE_FLOOR_TARGET_MB}"
+    print(f"target idle_rss_above_floor_mb {target}: {above}, {'met' if met else 'NOT MET'}")
+    results["targets"] = {"idle_rss_above_floor_mb": target}
+    results["targets_met"] = {"idle_rss_above_floor_mb": met}
     print(json.dumps(results))
 
 
