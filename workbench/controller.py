@@ -42,7 +42,7 @@ from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
-    from workbench.llm import LLMClient, ToolCall
+    from workbench.llm import ChatModel, ToolCall
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
 
@@ -75,7 +75,7 @@ class Controller(EventHub):
         self,
         config: Config,
         runtime: Runtime,
-        llm: LLMClient,
+        llm: ChatModel,
         session: SessionLog,
         confirm: ConfirmHook | None = None,
         workspace: str | None = None,

@@ -27,7 +27,7 @@ from workbench.session_log import (
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
-    from workbench.llm import LLMClient, RetryHook
+    from workbench.llm import ChatModel, LLMClient, RetryHook
 
 
 def workspace_of(config: Config) -> Path:
@@ -115,7 +115,7 @@ def make_llm(config: Config, on_retry: RetryHook | None = None) -> LLMClient:
 async def open_controller(
     config: Config,
     runtime: Runtime,
-    llm: LLMClient,
+    llm: ChatModel,
     log: SessionLog,
     confirm: ConfirmHook | None = None,
 ) -> Controller:

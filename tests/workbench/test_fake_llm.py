@@ -75,7 +75,7 @@ async def test_the_controller_runs_on_it_against_a_local_sandbox(tmp_path: Path)
     session = SessionLog.create(tmp_path / "sessions", header, secrets=[KEY])
     try:
         # Controller is annotated with LLMClient; FakeLLM has the part of it the loop uses.
-        controller = Controller(config, runtime, fake, session)  # type: ignore[arg-type]
+        controller = Controller(config, runtime, fake, session)
         result = await controller.run("say something")
     finally:
         await runtime.close()

@@ -5,6 +5,7 @@ worker thread through `await warm_up()`).
 """
 
 from workbench.llm.client import (
+    ChatModel,
     LLMClient,
     LLMResponse,
     LLMTotals,
@@ -17,6 +18,7 @@ from workbench.llm.client import (
 from workbench.llm.errors import ErrorKind, LLMError
 
 __all__ = [
+    "ChatModel",
     "ErrorKind",
     "LLMClient",
     "LLMError",

@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from workbench.config_schema import LLMConfig
 from workbench.llm.errors import LLMError, classify, retry_after_s
@@ -187,6 +187,19 @@ class _Reply:
     completion_tokens: int | None = None
     finish_reason: str = ""
     cost: float | None = None  # litellm's own price of this reply, when it computed one
+
+
+class ChatModel(Protocol):
+    """What the controller calls: `LLMClient`, or `workbench.testing.fake_llm.FakeLLM`."""
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> LLMResponse:
+        """One chat completion with tools. Raises LLMError."""
+        ...
 
 
 class LLMClient:

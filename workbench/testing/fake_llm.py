@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from workbench.llm import LLMError, LLMResponse, LLMTotals, ToolCall
 from workbench.testing.scripts import ScriptError, ToolCallSpec, Usage
+
+if TYPE_CHECKING:
+    from workbench.llm import ChatModel
 
 Reply = Mapping[str, Any] | LLMError
 _KEYS = frozenset({"text", "tool_calls", "usage"})
@@ -141,3 +144,7 @@ def _exhausted(number: int, scripted: int, messages: list[dict[str, Any]]) -> st
         f"FakeLLM got call {number}, but its script has {scripted} replies and no default; "
         f"the last message ({last.get('role', '?')}) was {said!r}"
     )
+
+
+if TYPE_CHECKING:
+    _satisfies_the_protocol: ChatModel = FakeLLM([])
