@@ -51,3 +51,13 @@ def test_wheel_contains_the_theme_files(tmp_path: Path) -> None:
     loaded = load_themes([extracted / "workbench" / "themes"])
     assert loaded.errors == []
     assert set(loaded.themes) >= THEMES
+
+
+def test_the_app_image_keeps_every_wheel_the_sandbox_image_needs() -> None:
+    """The Dockerfile lists the sandbox's requirements by hand (it cannot import them)."""
+    from sandbox.runtimes.wheelhouse import SANDBOX_REQUIREMENTS
+
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    command = text.split("--dest /opt/workbench/sandbox-wheels", 1)[1].split("\n\n", 1)[0]
+    listed = command.replace("\\", " ").split()
+    assert sorted(listed) == sorted(SANDBOX_REQUIREMENTS)
