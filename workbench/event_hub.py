@@ -1,6 +1,9 @@
 """The controller's event plumbing: number each event, log it, then hand it to subscribers.
 
-Also forwards the runtime's live shell output to output subscribers while a run is going on.
+Also forwards the runtime's live shell output to output subscribers while a run is going on,
+and a little after it ends: output travels on its own connection and can trail the result the
+run ended on, so the forwarding stops once the shell reports its command finished (or after
+`DRAIN_MAX_S`), not at once.
 Subscribers are called in the event loop's thread; one that raises is logged and skipped, so a
 broken front end cannot break the session.
 """
@@ -18,6 +21,11 @@ from workbench.session_log import SessionLog
 
 log = logging.getLogger(__name__)
 
+DRAIN_MIN_S = 0.05
+"""Output is forwarded at least this long after a run ends (it may still be on its way)."""
+DRAIN_MAX_S = 1.0
+"""... and at most this long, waiting for the shell to report its command's end."""
+
 
 class EventHub:
     """Events of one session, in order, written to its log before anyone else sees them."""
@@ -30,6 +38,10 @@ class EventHub:
         self._subscribers: list[Callable[[Event], None]] = []
         self._output_subscribers: list[Callable[[StreamEvent], None]] = []
         self._pump: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        """Set when the last stream event was a command's end (no output can trail it)."""
+        self._settled.set()
         self._running = False
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
@@ -65,17 +77,35 @@ class EventHub:
         self._emit(StateChangedEvent(id=self._next_id(), state=state, reason=reason))
 
     def _start_pump(self) -> None:
+        if self._stopping is not None:  # a new run while the last one's output drains: keep it
+            self._stopping.cancel()
+            self._stopping = None
         if self._pump is None or self._pump.done():
             self._pump = asyncio.get_running_loop().create_task(self._pump_output())
 
     def _stop_pump(self) -> None:
-        if self._pump is not None:
-            self._pump.cancel()
+        """Stop forwarding once the output of the run's last command has arrived."""
+        if self._pump is not None and self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._drain(self._pump))
+
+    async def _drain(self, pump: asyncio.Task[None]) -> None:
+        try:
+            await asyncio.sleep(DRAIN_MIN_S)
+            await asyncio.wait_for(self._settled.wait(), DRAIN_MAX_S)
+        except TimeoutError:
+            pass  # a command still runs (or never reported its end): what came is shown
+        pump.cancel()
+        if self._pump is pump:
             self._pump = None
+        self._stopping = None
 
     async def _pump_output(self) -> None:
         try:
             async for chunk in self.runtime.stream():
+                if chunk.kind == "finished":
+                    self._settled.set()
+                else:
+                    self._settled.clear()
                 for callback in list(self._output_subscribers):
                     try:
                         callback(chunk)

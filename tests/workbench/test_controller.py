@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +312,28 @@ async def test_live_output_is_forwarded(tmp_path: Path) -> None:
     assert result.status == "success"
     text = "".join(c.data for c in chunks if c.kind == "output")
     assert "line1" in text and "line3" in text
+
+
+async def test_output_that_trails_the_last_result_still_reaches_the_pane(tmp_path: Path) -> None:
+    """Output comes on its own connection and may arrive after the run has ended on the
+    command's result: forwarding goes on until the shell reports the command's end."""
+    script = [bash("for i in 1 2 3; do echo line$i; sleep 0.1; done; echo last-line"), finish()]
+    async with harness(tmp_path, script) as h:
+        stream = h.runtime.stream
+
+        async def late_stream() -> AsyncIterator[StreamEvent]:
+            async for event in stream():
+                await asyncio.sleep(0.15)  # a slow connection: each event comes late
+                yield event
+
+        h.runtime.stream = late_stream  # type: ignore[method-assign]
+        events: list[StreamEvent] = []
+        h.controller.subscribe_output(events.append)
+        result = await h.controller.run("go")
+        assert result.status == "success"
+        await until(lambda: any(e.kind == "finished" for e in events), 5)
+    text = "".join(e.data for e in events if e.kind == "output")
+    assert "last-line" in text
 
 
 async def test_events_are_json_round_trippable(tmp_path: Path) -> None:
