@@ -110,6 +110,11 @@ def test_a_first_task_in_tmux_at_80x24(tmp_path: Path, tmux: Tmux) -> None:
             "the waiting task",
         )
         tmux.wait_for(lambda rows: "finished" in rows[-2], "the session to finish")
+        # The command's last line may trail its result by a flush (50 ms): a person sees it
+        # at once, and so must this screen within a second.
+        tmux.wait_for(
+            lambda rows: any(row.strip("│ ▂▃▄▅▆▇█") == "hi" for row in rows), "the last line", 1
+        )
         rows = tmux.screen()
     finally:
         server.stop()
