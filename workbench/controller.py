@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox.runtimes.base import Runtime, SandboxError
@@ -55,6 +56,18 @@ STUCK_WARNING = (
     'fails, and try a different approach, or call finish with outcome "gave_up" if you '
     "cannot go on. If this continues, the session will be stopped."
 )
+
+
+def valid_text(text: str) -> str:
+    """`text` as UTF-8 can carry it: surrogate pairs (split JSON escapes) joined into their
+    character, a lone surrogate replaced by U+FFFD (the session log could not write it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 _FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
 _ERROR_STATUSES = ("llm_error", "sandbox_error", "internal_error")
 
@@ -240,11 +253,16 @@ class Controller(EventHub):
                 retries=response.retries,
             )
         )
+        content = valid_text(response.content)
         if not response.tool_calls:
-            self._emit(MessageEvent(id=self._next_id(), source="agent", text=response.content))
+            self._emit(MessageEvent(id=self._next_id(), source="agent", text=content))
             self._set_state("awaiting_user", "the agent replied without a tool call")
             return
-        actions = self._parse_calls(response.content, response.tool_calls)
+        calls = [
+            replace(call, name=valid_text(call.name), arguments=valid_text(call.arguments))
+            for call in response.tool_calls
+        ]
+        actions = self._parse_calls(content, calls)
         for event in actions:
             await self._checkpoint()
             await self._run_action(event)

@@ -10,6 +10,7 @@ providers reject a conversation with an unanswered call. Long results keep head 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
@@ -29,6 +30,11 @@ from workbench.tools.registry import REGISTRY
 
 Message = dict[str, Any]
 NOT_ANSWERED = "(This call was not carried out: the session stopped before it ran.)"
+INVALID_NAME = "invalid_tool_name"
+"""Stands in for a malformed call's name that providers refuse to see in the history (OpenAI:
+"messages[N].tool_calls[0].function.name: string does not match pattern"); the call's answer
+still quotes the name the model wrote."""
+_FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 def observation_text(obs: AnyObservation) -> str:
@@ -50,14 +56,17 @@ def _arguments_text(action: AnyAction, risk: str | None) -> str:
 
 
 def _tool_call(event: ActionEvent | AgentErrorEvent) -> Message:
+    name = event.tool_name
     if isinstance(event, ActionEvent):
         arguments = _arguments_text(event.action, event.security_risk)
     else:
         arguments = event.arguments
+        if not _FUNCTION_NAME.fullmatch(name):  # providers reject the whole request for it
+            name = INVALID_NAME
     return {
         "id": event.tool_call_id,
         "type": "function",
-        "function": {"name": event.tool_name, "arguments": arguments},
+        "function": {"name": name, "arguments": arguments},
     }
 
 

@@ -8,6 +8,7 @@ makes its action from the checked arguments (`Tool.parse`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,11 @@ from workbench.events import AnyAction, RiskLevel
 from workbench.tools.base import RISK_LEVELS, ParseOptions, Tool, ToolCallError, clip
 
 __all__ = ["ParsedCall", "ToolCallError", "parse_tool_call"]
+
+
+MAX_DEPTH = 64
+"""How deep arguments may nest (the session log cannot read an event back past ~190)."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ToolCallError(f"{where} must be a number, got {_type_name(value)}.")
     if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
             value = int(value)  # models send `"insert_line": "1"`; the reference takes it
         elif isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -87,6 +93,31 @@ def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
     return value
 
 
+def _inspect(call_name: str, args: dict[str, Any]) -> None:
+    """Refuse what the session log cannot keep: nesting past `MAX_DEPTH`, lone surrogates."""
+    for name, top in args.items():
+        stack: list[tuple[Any, int]] = [(name, 1), (top, 1)]
+        while stack:
+            value, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                raise ToolCallError(
+                    f"argument {clip(name)!r} of {call_name} is nested more than {MAX_DEPTH} "
+                    "levels deep; send flatter data."
+                )
+            if isinstance(value, str):
+                lone = _LONE_SURROGATE.search(value)
+                if lone:
+                    raise ToolCallError(
+                        f"argument {clip(name)!r} of {call_name} holds a lone surrogate escape "
+                        f"(\\u{ord(lone.group()):04x}), which is not a character. Send the "
+                        "character itself, or both halves of a pair (\\ud83d\\ude00)."
+                    )
+            elif isinstance(value, dict):
+                stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+            elif isinstance(value, list):
+                stack.extend((item, depth + 1) for item in value)
+
+
 def _arguments(call_name: str, raw: str, schema: dict[str, Any]) -> dict[str, Any]:
     """Decode and validate the arguments of one call against its function schema."""
     try:
@@ -97,10 +128,16 @@ def _arguments(call_name: str, raw: str, schema: dict[str, Any]) -> dict[str, An
             f"column {exc.colno}): {clip(raw)!r}. Send a JSON object such as "
             f'{{"command": "ls"}}.'
         ) from None
+    except (RecursionError, ValueError) as exc:  # nested too deep; an integer too long
+        raise ToolCallError(
+            f"The arguments of {call_name} cannot be read: {clip(str(exc), 120)}. Send a "
+            f"JSON object nested at most {MAX_DEPTH} levels deep."
+        ) from None
     if not isinstance(args, dict):
         raise ToolCallError(
             f"The arguments of {call_name} must be a JSON object, got {_type_name(args)}."
         )
+    _inspect(call_name, args)
     params = schema["function"]["parameters"]
     properties: dict[str, Any] = params["properties"]
     # `security_risk` on a tool without one is harmless: models add it out of habit.

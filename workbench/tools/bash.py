@@ -17,6 +17,11 @@ log = logging.getLogger(__name__)
 
 INTERRUPT_WAIT_S = 5.0
 """How long a stop waits for the C-c that interrupts the command it cut short."""
+MAX_COMMAND_CHARS = 100_000
+"""The longest command taken: the policy reads a command line in time that grows faster than
+its length (a 5 MB command held the session for minutes); a file does the job better."""
+MAX_TIMEOUT_S = 86_400.0
+"""The longest hard `timeout` taken (a day); past ~1e11 s the shell's clock overflows."""
 
 
 def _is_input(value: Any) -> bool:
@@ -80,9 +85,16 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
     def parse(self, args: dict[str, Any], options: ParseOptions) -> CmdRunAction:
         """A command, more output, or input for the running command."""
         timeout = args.get("timeout")
-        if timeout is not None and timeout <= 0:
+        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_S:  # NaN fails too
             raise ToolCallError(
-                f"argument 'timeout' of execute_bash must be more than 0 seconds; got {timeout}."
+                f"argument 'timeout' of execute_bash must be more than 0 and at most "
+                f"{MAX_TIMEOUT_S:g} seconds; got {timeout}."
+            )
+        if len(args["command"]) > MAX_COMMAND_CHARS:
+            raise ToolCallError(
+                f"The command is {len(args['command'])} characters long; execute_bash takes at "
+                f"most {MAX_COMMAND_CHARS}. Write long scripts or data to a file with "
+                "str_replace_editor (create), then run the file."
             )
         return CmdRunAction(
             command=args["command"],

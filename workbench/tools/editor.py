@@ -17,6 +17,8 @@ _NEEDS = {
     "insert": ("insert_line", "new_str"),
 }
 _FIELDS = ("file_text", "old_str", "new_str", "insert_line", "view_range")
+MAX_LINE = 1_000_000_000
+"""The largest line number taken (the sandbox cannot index past 2**63; no file is that long)."""
 
 
 class EditorTool(Tool[FileEditAction, FileEditObservation]):
@@ -73,6 +75,12 @@ class EditorTool(Tool[FileEditAction, FileEditObservation]):
             raise ToolCallError(
                 f"argument 'view_range' of str_replace_editor must be [first, last]; "
                 f"got {json.dumps(view_range)}."
+            )
+        lines = [args.get("insert_line", 0), *(view_range or ())]
+        if any(abs(line) > MAX_LINE for line in lines):
+            raise ToolCallError(
+                f"line numbers of str_replace_editor are at most {MAX_LINE}; got "
+                f"{max(lines, key=abs)}."
             )
         return FileEditAction(
             command=command, path=args["path"], **{k: args[k] for k in _FIELDS if k in args}
