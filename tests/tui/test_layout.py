@@ -241,3 +241,33 @@ async def test_a_clamped_scroll_before_the_layout_does_not_stop_following_the_ou
         await pilot.pause()
         await pilot.pause()
         assert _visible(app)[-1] == "30" and view.follow
+
+
+async def test_the_step_count_is_the_llm_calls_that_max_iterations_counts(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    from workbench.events import Event, LLMCallEvent
+    from workbench.tui.widgets.status import StatusBar
+
+    def reply(id: int) -> LLMCallEvent:
+        return LLMCallEvent(
+            id=id, model="m", prompt_tokens=10, completion_tokens=5, cost=0.0, latency_ms=1.0
+        )
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        status = app.query_one(StatusBar)
+        # One reply with three calls is one step of `agent.max_iterations`, not three.
+        calls: list[Event] = [
+            reply(1),
+            _run(2, "c2", "ls"),
+            _run(3, "c3", "pwd"),
+            _run(4, "c4", "id"),
+        ]
+        for event in calls:
+            app.feed_event(event)
+        await pilot.pause()
+        assert status.data.steps == 1
+        app.load_events([reply(5), _run(6, "c6", "ls"), _run(7, "c7", "ls"), reply(8)])
+        await pilot.pause()
+        assert status.data.steps == 3

@@ -230,8 +230,8 @@ class WorkbenchApp(App[int]):
         for event in batch:
             if isinstance(event, ActionEvent):
                 self.actions[event.id] = event
+            elif isinstance(event, LLMCallEvent):  # a step, as `agent.max_iterations` counts
                 steps += 1
-            elif isinstance(event, LLMCallEvent):
                 prompt += event.prompt_tokens
                 completion += event.completion_tokens
                 cost += event.cost
@@ -260,8 +260,6 @@ class WorkbenchApp(App[int]):
         status = self.query_one(StatusBar)
         if isinstance(event, ActionEvent):
             self.actions[event.id] = event
-            if account:
-                status.set(steps=status.data.steps + 1)
             pane = self._pane_of(event)
             if pane is not None:
                 pane.show_action(event)
@@ -299,6 +297,7 @@ class WorkbenchApp(App[int]):
                 status.set(ended=self.clock())
         elif isinstance(event, LLMCallEvent) and account:
             status.set(
+                steps=status.data.steps + 1,  # one reply is one step, however many calls
                 prompt_tokens=status.data.prompt_tokens + event.prompt_tokens,
                 completion_tokens=status.data.completion_tokens + event.completion_tokens,
                 cost=status.data.cost + event.cost,
