@@ -43,10 +43,8 @@ class Store(FunctionTool):
 
 @pytest.fixture
 def store() -> Iterator[Store]:
-    tool = Store()
-    REGISTRY.register(tool)
-    yield tool
-    REGISTRY.unregister(tool.name)
+    with REGISTRY.registered(Store()) as tool:
+        yield tool
 
 
 def _call(name: str, arguments: Any) -> dict[str, Any]:

@@ -50,10 +50,8 @@ class CountWords(FunctionTool):
 
 @pytest.fixture
 def count_words() -> Iterator[CountWords]:
-    tool = CountWords()
-    REGISTRY.register(tool)
-    yield tool
-    REGISTRY.unregister(tool.name)
+    with REGISTRY.registered(CountWords()) as tool:
+        yield tool
 
 
 def _call(args: dict[str, Any]) -> dict[str, Any]:

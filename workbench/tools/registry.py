@@ -4,8 +4,9 @@ run time (`register`), and the controller offers whichever are enabled when it s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.tools.base import Tool
 from workbench.tools.bash import BashTool
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from workbench.config_schema import Config
 
 AnyTool = Tool[Any, Any]
+T = TypeVar("T", bound=AnyTool)
 _RUN_TIME_KINDS = ("tool_call", "tool_result")
 
 
@@ -65,6 +67,15 @@ class ToolRegistry:
         for kind in tool.action_kinds:
             if self._by_kind.get(kind) is tool:
                 del self._by_kind[kind]
+
+    @contextmanager
+    def registered(self, tool: T, *, before: str | None = "think") -> Iterator[T]:
+        """`tool` registered for the length of a `with` block (a test's, a connection's)."""
+        self.register(tool, before=before)
+        try:
+            yield tool
+        finally:
+            self.unregister(tool.name)
 
     def get(self, name: str) -> AnyTool | None:
         """The tool named `name`, if registered."""
