@@ -1,4 +1,5 @@
-"""The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list.
+"""The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list,
+`policy` to ask the confirmation policy (`policy_cli.py`).
 
 Only the standard library (and `workbench.exit_codes`, which needs nothing else) is imported
 before the arguments are parsed, so `--help` and usage errors answer at once; configuration
@@ -21,6 +22,9 @@ USAGE_EXIT = exit_codes.USAGE
 _EPILOG = """\
 commands:
   workbench sessions [--json]   list saved sessions, newest first
+  workbench policy check [--json] "CMD"   what the confirmation policy would do with a call
+                                (--tool str_replace_editor --path P; --code CODE for IPython)
+  workbench policy rules [--json]         the allow and deny rules in effect, and where from
 
 environment:
   LLM_MODEL, LLM_API_KEY, LLM_BASE_URL     the model, its key and endpoint
@@ -224,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args[:1] == ["sessions"]:
             return _sessions_command(args[1:])
+        if args[:1] == ["policy"]:
+            from workbench.policy_cli import policy_command
+
+            return policy_command(args[1:])
         return _main_command(args, started)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else USAGE_EXIT

@@ -1,0 +1,206 @@
+"""`workbench policy`: what the confirmation policy would do, without running anything.
+
+`workbench policy check [--json] "CMD"` (or `--tool str_replace_editor --path P`, `--code CODE`
+for IPython, `--tool browser --code ACTION`) parses the call as the model's would be parsed and
+prints the risk, each reason, the rule that decided and the decision under the current config:
+`run` (no one is asked), `ask` (a person is asked; headless answers with `--on-confirm`) or
+`reject` (a deny rule). `workbench policy rules [--json]` lists the allow and deny rules in
+effect and where each comes from (config file and line, environment variable, or flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench import exit_codes
+
+RULE_KINDS = ("allow", "deny")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the policy says about one call, for people and for scripts."""
+
+    tool: str
+    risk: str
+    reasons: list[str]
+    rule: str
+    decision: str
+    """`run`, `ask` or `reject`."""
+    headless: str | None
+    """What headless does when it would ask (`--on-confirm`); None when nobody is asked."""
+
+
+@dataclass(frozen=True)
+class RuleSource:
+    """One allow or deny rule and where it was set."""
+
+    kind: str
+    rule: str
+    source: str
+    line: int | None = None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `workbench policy`."""
+    parser = argparse.ArgumentParser(
+        prog="workbench policy", description="What the confirmation policy would do."
+    )
+    sub = parser.add_subparsers(dest="what", required=True)
+    check = sub.add_parser("check", help="judge one call without running it")
+    check.add_argument("command", nargs="?", help="a shell command line (execute_bash)")
+    check.add_argument("--tool", help="the tool (default: execute_bash, or by --path/--code)")
+    check.add_argument("--path", help="str_replace_editor: the file's path")
+    check.add_argument(
+        "--edit", default="create", help="str_replace_editor: its command (default: create)"
+    )
+    check.add_argument("--code", help="execute_ipython_cell: the code; browser: the action")
+    check.add_argument(
+        "--declared",
+        choices=("LOW", "MEDIUM", "HIGH"),
+        default="LOW",
+        help="the risk the model declares (default: LOW; ours counts when higher)",
+    )
+    rules = sub.add_parser("rules", help="the allow and deny rules in effect, with their source")
+    for each in (check, rules):
+        each.add_argument("--json", action="store_true", help="print JSON")
+        each.add_argument("--config", metavar="PATH", help="the config file to read")
+        each.add_argument("--workspace", metavar="DIR", help="the workspace (default: here)")
+    return parser
+
+
+def _call_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The tool and the arguments a model would send for what the flags describe."""
+    tool = args.tool or (
+        "str_replace_editor"
+        if args.path
+        else "execute_ipython_cell"
+        if args.code is not None
+        else "execute_bash"
+    )
+    if tool == "execute_bash":
+        if args.command is None:
+            raise ValueError("give the command line to check, e.g. `policy check 'rm -rf x'`")
+        return tool, {"command": args.command}
+    if tool == "str_replace_editor":
+        if not args.path:
+            raise ValueError("give the file with --path")
+        arguments: dict[str, Any] = {"command": args.edit, "path": args.path}
+        needs = {"create": "file_text", "str_replace": "old_str", "insert": "new_str"}
+        if args.edit in needs:
+            arguments[needs[args.edit]] = ""
+        if args.edit == "insert":
+            arguments["insert_line"] = 0
+        return tool, arguments
+    if args.code is None:
+        raise ValueError(f"give the {tool} input with --code")
+    return tool, {"code": args.code}
+
+
+def check_call(
+    config: Any, tool: str, arguments: dict[str, Any], declared: str | None = "LOW"
+) -> Verdict:
+    """Judge one call as the controller would, without running it."""
+    from workbench.agent.parse import parse_tool_call
+    from workbench.security.policy import assess, check, subject_of
+    from workbench.session import workspace_of
+    from workbench.tools.registry import REGISTRY
+
+    offered = [tool_ for tool_ in REGISTRY.tools() if tool_.name]
+    if declared is not None:
+        arguments = {**arguments, "security_risk": declared}
+    parsed = parse_tool_call(tool, json.dumps(arguments), offered)
+    workspace = str(workspace_of(config))
+    verdict = check(parsed.action, parsed.security_risk, config.security, workspace)
+    if subject_of(parsed.action) is None:
+        return Verdict(tool, "LOW", [], verdict.rule, "run", None)
+    reasons = list(assess(parsed.action, workspace).reasons)
+    if parsed.security_risk not in (None, "LOW"):
+        reasons.insert(0, f"the agent declared {parsed.security_risk}")
+    decision = verdict.decision
+    if decision is not None:
+        outcome = "run" if decision.approved else "reject"
+        return Verdict(tool, verdict.risk, reasons, decision.rule, outcome, None)
+    if verdict.needs_confirmation:
+        on_confirm = config.security.headless_on_confirm
+        return Verdict(tool, verdict.risk, reasons, verdict.rule, "ask", on_confirm)
+    return Verdict(tool, verdict.risk, reasons, verdict.rule, "run", None)
+
+
+def rule_sources(config: Any, env: dict[str, str] | None = None) -> list[RuleSource]:
+    """The allow and deny rules in effect and where each was set."""
+    from workbench.config import env_names
+
+    env = dict(os.environ) if env is None else env
+    file = config.source_file
+    lines = file.read_text(encoding="utf-8").splitlines() if file and file.is_file() else []
+    found: list[RuleSource] = []
+    for kind in RULE_KINDS:
+        variables = [name for name in env_names(f"security.{kind}") if name in env]
+        for rule in getattr(config.security, kind):
+            if variables:
+                found.append(RuleSource(kind, rule, f"environment {variables[0]}"))
+                continue
+            line = _line_of(lines, rule)
+            source = str(file) if line is not None else "command line or defaults"
+            found.append(RuleSource(kind, rule, source, line))
+    return found
+
+
+def _line_of(lines: list[str], rule: str) -> int | None:
+    """The first line of a TOML file that holds `rule` as a string (1-based)."""
+    quoted = (json.dumps(rule), f"'{rule}'")
+    for number, line in enumerate(lines, 1):
+        if any(text in line for text in quoted):
+            return number
+    return None
+
+
+def _print_verdict(verdict: Verdict) -> None:
+    print(f"{verdict.tool}: risk {verdict.risk}")
+    for reason in verdict.reasons:
+        print(f"  - {reason}")
+    print(f"rule: {verdict.rule}")
+    headless = f" (headless: {verdict.headless})" if verdict.headless else ""
+    print(f"decision: {verdict.decision}{headless}")
+
+
+def policy_command(argv: Sequence[str]) -> int:
+    """`workbench policy ...`; returns the exit code (2 for usage and config errors)."""
+    args = build_parser().parse_args(argv)
+    from workbench.agent.parse import ToolCallError
+    from workbench.config import ConfigError, load_config
+
+    overrides = {"sandbox.workspace": args.workspace} if args.workspace else None
+    try:
+        config_path = Path(args.config).expanduser() if args.config else None
+        if config_path is not None and not config_path.is_file():
+            raise ConfigError(f"--config {args.config}: no such file", source="command line")
+        config = load_config(config_path, overrides=overrides)
+        if args.what == "rules":
+            rows = rule_sources(config)
+            if args.json:
+                print(json.dumps([asdict(row) for row in rows]))
+            for row in [] if args.json else rows:
+                where = f"{row.source}:{row.line}" if row.line else row.source
+                print(f"{row.kind:5} {row.rule}    ({where})")
+            if not rows and not args.json:
+                print("no allow or deny rules; `security.confirmation` decides alone")
+            return exit_codes.SUCCESS
+        tool, arguments = _call_arguments(args)
+        verdict = check_call(config, tool, arguments, args.declared)
+    except (ConfigError, ToolCallError, ValueError) as exc:
+        print(f"workbench policy: error: {exc}", file=sys.stderr)
+        return exit_codes.USAGE
+    if args.json:
+        print(json.dumps(asdict(verdict)))
+    else:
+        _print_verdict(verdict)
+    return exit_codes.SUCCESS
