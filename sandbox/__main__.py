@@ -1,14 +1,18 @@
 """`python -m sandbox serve --workspace DIR`: start the action server.
 
-The token comes from the `SANDBOX_TOKEN` environment variable or `--token-file`, never from
-the command line (it would show in `ps`). Without either, one is generated and written to a
-file only this user can read. Once listening, the server prints exactly one line on stdout,
-`SANDBOX READY {"port": ..., "pid": ...}`; everything after goes to stderr.
+The token comes from `--token-fd N` (a pipe the parent wrote it to: read once, closed; the
+local runtime's way, so it never enters a process environment), the `SANDBOX_TOKEN` environment
+variable (for servers started by hand or by Kubernetes: `/proc/PID/environ` keeps it even after
+it is popped) or `--token-file`, never from the command line (it would show in `ps`). Without
+any, one is generated and written to a file only this user can read. Once listening, the server
+prints exactly one line on stdout, `SANDBOX READY {"port": ..., "pid": ...}`; everything after
+goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
@@ -33,6 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", default=0, type=int, help="port to bind (default: a free one)")
     serve.add_argument("--token-file", type=Path, help="read the token from this file")
+    serve.add_argument(
+        "--token-fd", type=int, help="read the token from this inherited file descriptor"
+    )
+    serve.add_argument(
+        "--confine-agent",
+        choices=("net", "nonet"),
+        help="run the shell and the kernel in a nested bwrap pid namespace (with/without network)",
+    )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument(
         "--disable", action="append", default=[], metavar="EXECUTOR", help="turn an executor off"
@@ -45,8 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def read_token(token_file: Path | None) -> tuple[str, Path | None]:
+def read_token(token_file: Path | None, token_fd: int | None = None) -> tuple[str, Path | None]:
     """The token and, when one was generated, the file it was written to."""
+    if token_fd is not None:
+        return _read_fd(token_fd), None
     token = os.environ.pop(TOKEN_ENV, "").strip()  # popped: the agent's shell must not see it
     if token:
         return token, None
@@ -68,6 +82,34 @@ def read_token(token_file: Path | None) -> tuple[str, Path | None]:
     return token, Path(name)
 
 
+def _read_fd(fd: int) -> str:
+    """The token written to pipe `fd`, which is closed after (no child inherits it)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    except OSError as exc:
+        raise SystemExit(f"sandbox: cannot read the token from fd {fd}: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    token = b"".join(chunks).decode("utf-8", errors="replace").strip()
+    if not token:
+        raise SystemExit(f"sandbox: fd {fd} gave an empty token")
+    return token
+
+
+def make_undumpable() -> None:
+    """PR_SET_DUMPABLE 0: processes of this uid without CAP_SYS_PTRACE cannot read our memory,
+    environment or fds through /proc, nor ptrace us."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM/SIGINT (or stdin closing with --watch-stdin)."""
     import asyncio
@@ -76,7 +118,14 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr, format="sandbox %(levelname)s %(message)s"
     )
-    token, generated = read_token(args.token_file)
+    make_undumpable()
+    token, generated = read_token(args.token_file, args.token_fd)
+    if args.confine_agent:
+        from sandbox import confine
+
+        why = confine.enable(network=args.confine_agent == "net")
+        if why is not None:
+            raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     workspace: Path = args.workspace
     if workspace.exists() and not workspace.is_dir():
         raise SystemExit(f"sandbox: the workspace {workspace} is not a directory")

@@ -26,7 +26,7 @@ from pydantic import (
 from sandbox.protocol import DEFAULT_SOFT_TIMEOUT_S
 
 Runtime = Literal["local", "docker", "remote"]
-Isolation = Literal["none", "bwrap"]
+Isolation = Literal["auto", "none", "bwrap"]
 ConfirmationPolicy = Literal["always", "risky", "never"]
 RiskThreshold = Literal["LOW", "MEDIUM", "HIGH"]
 HeadlessOnConfirm = Literal["approve", "reject", "stop"]
@@ -135,8 +135,12 @@ class RemoteConfig(Section):
 class LocalConfig(Section):
     """`[sandbox.local]`: the sandbox as a child process on this machine."""
 
-    isolation: Isolation = "none"
-    """How the child is confined: "none" (runs as you) or "bwrap" (bubblewrap)."""
+    isolation: Isolation = "auto"
+    """How the child is confined: "bwrap" (bubblewrap: system read-only, home hidden, the agent's
+    processes in their own pid namespace), "none" (runs as you, sees everything you can) or
+    "auto": bwrap where it works, else none with a warning."""
+    network: bool = True
+    """Whether the agent's processes reach the network (off needs bwrap isolation)."""
 
 
 class SandboxConfig(Section):

@@ -71,7 +71,7 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     ]
     options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
     if box.runtime == "local":
-        options |= {"isolation": box.local.isolation}
+        options |= {"isolation": box.local.isolation, "network": box.local.network}
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sandbox import confine
 from sandbox.executors.bash_procs import kill_session
 from sandbox.truncate import HeadTailBuffer
 
@@ -113,9 +114,10 @@ class ShellSession:
         self._closed = False
         self._hold = ""
         try:
+            argv = confine.wrap(["bash", "--norc", "--noprofile", "--noediting", "-i"])
             self._child: Any = pexpect.spawn(
-                "bash",
-                ["--norc", "--noprofile", "--noediting", "-i"],
+                argv[0],
+                argv[1:],
                 cwd=str(cwd),
                 env=full_env,
                 echo=False,

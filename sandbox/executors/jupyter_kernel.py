@@ -25,6 +25,8 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from sandbox import confine
+
 READY_TIMEOUT_S = 60.0
 INTERRUPT_GRACE_S = 5.0
 """How long an interrupted cell may take to stop before the kernel counts as stuck."""
@@ -62,17 +64,14 @@ class _FixedSpecManager(KernelSpecManager):
     """
 
     def get_kernel_spec(self, kernel_name: str) -> Any:
+        argv = [sys.executable, "-c", LAUNCHER, "-f", "{connection_file}"]
         return KernelSpec(
-            argv=[
-                sys.executable,
-                "-c",
-                LAUNCHER,
-                "-f",
-                "{connection_file}",
-                "--HistoryManager.enabled=False",
-            ],
+            argv=confine.wrap([*argv, "--HistoryManager.enabled=False"]),
             display_name="Python 3 (sandbox)",
             language="python",
+            # Confined, the process we started is bwrap, which a SIGINT would end: ask the
+            # kernel to interrupt itself instead.
+            interrupt_mode="message" if confine.enabled() else "signal",
         )
 
 

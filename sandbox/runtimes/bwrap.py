@@ -2,13 +2,18 @@
 
 Binding `/` read-only and then the workspace at a path missing on the host fails ("Can't
 mkdir"), so the system folders are bound one by one (merged-/usr symlinks kept as symlinks)
-and the workspace where it is on the host. The network is shared: the runtime reaches the
-server on 127.0.0.1.
+and the workspace where it is on the host. Folders not bound do not exist inside: the
+person's home (`/root`, `/home`) is hidden except the workspace, and /tmp is a private tmpfs.
+The network is shared: the runtime reaches the server on 127.0.0.1 (network off is applied to
+the agent's processes only, by `sandbox/confine.py`). A root caller keeps its capabilities in
+this outer bwrap, which the server needs to start the nested, capability-less one.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +21,22 @@ from pathlib import Path
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
 
 
+@functools.cache
 def bwrap_available() -> str | None:
-    """None when bubblewrap can be used here, otherwise why not."""
+    """None when bubblewrap works here (tried once, ~10 ms), otherwise why not."""
     if sys.platform != "linux":
         return "bubblewrap isolation needs Linux"
-    if shutil.which("bwrap") is None:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
+    probe = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap does not start: {exc}"
+    if done.returncode != 0:
+        error = done.stderr.decode(errors="replace").strip()
+        return f"bubblewrap does not work here: {error or f'exit {done.returncode}'}"
     return None
 
 

@@ -1,8 +1,14 @@
 """`LocalRuntime`: the sandbox server as a child process of this one, optionally in bubblewrap.
 
-The server runs in its own process group, gets its token through the environment and a
-session marker (`SANDBOX_SESSION`) that every process it starts inherits, so `close()` can
-find and kill them all, even those orphaned when the server died.
+The server runs in its own process group, gets its token through a pipe (`--token-fd`: never
+in an environment, where `/proc/PID/environ` would show it, nor in a file) and a session marker
+(`SANDBOX_SESSION`) that every process it starts inherits, so `close()` can find and kill them
+all, even those orphaned when the server died.
+
+Isolation "auto" (the default) is "bwrap" where bubblewrap works and "none", with a warning
+(`LocalRuntime.warning`), where it does not. With bwrap the server runs in a bwrap of its own
+(its pid namespace hides the app; the system read-only) and starts the agent's shell and kernel
+in a nested one (`sandbox/confine.py`) that hides the server too.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -45,7 +52,8 @@ class LocalRuntime(ServerRuntime):
         self,
         workspace: Path | str,
         env: Mapping[str, str] | None = None,
-        isolation: Literal["none", "bwrap"] = "none",
+        isolation: Literal["auto", "none", "bwrap"] = "auto",
+        network: bool = True,
         soft_timeout_s: float | None = None,
         artifacts: Path | None = None,
         startup_timeout_s: float = 30.0,
@@ -53,11 +61,16 @@ class LocalRuntime(ServerRuntime):
         warm_up: bool = True,
     ) -> None:
         super().__init__(soft_timeout_s)
-        if isolation not in ("none", "bwrap"):
-            raise SandboxError(f"unknown isolation {isolation!r}: use 'none' or 'bwrap'")
+        if isolation not in ("auto", "none", "bwrap"):
+            raise SandboxError(f"unknown isolation {isolation!r}: use 'auto', 'none' or 'bwrap'")
+        self.warning: str | None = None
+        """Why the sandbox is less isolated than asked ("auto" without bubblewrap), or None."""
+        self.isolation: Literal["none", "bwrap"] = self._resolve(isolation)
+        if not network and self.isolation == "none":
+            raise SandboxError("network off needs isolation: bubblewrap is not available here")
+        self.network = network
         self.workspace = Path(workspace).expanduser().resolve()
         self.env = dict(env or {})
-        self.isolation = isolation
         self.startup_timeout_s = startup_timeout_s
         self.disable = tuple(disable)
         self.warm_up = warm_up
@@ -75,13 +88,16 @@ class LocalRuntime(ServerRuntime):
             raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
         self.artifacts.mkdir(parents=True, exist_ok=True)
         token = secrets.token_urlsafe(32)
+        token_fd = _token_pipe(token)
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
+        command += ["--token-fd", str(token_fd)]
         command += ["--workspace", str(self.workspace), "--artifacts", str(self.artifacts)]
         for name in self.disable:
             command += ["--disable", name]
         if not self.warm_up:
             command.append("--no-warm-up")
         if self.isolation == "bwrap":
+            command += ["--confine-agent", "net" if self.network else "nonet"]
             command = self._bwrap_prefix() + command
         with self.log_file.open("ab") as log:
             try:
@@ -91,14 +107,17 @@ class LocalRuntime(ServerRuntime):
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,
-                    env=self._child_env(token),
+                    env=self._child_env(),
                     cwd=self.workspace,
                     start_new_session=True,
+                    pass_fds=(token_fd,),
                 )
             except OSError as exc:
                 raise SandboxError(
                     f"cannot start the sandbox server ({command[0]}): {exc}"
                 ) from exc
+            finally:
+                os.close(token_fd)
         self._proc = proc
         # Imported here, not at module import: loading aiohttp overlaps the server's start.
         from sandbox.client import SandboxClient
@@ -149,6 +168,8 @@ class LocalRuntime(ServerRuntime):
             _signal_group(proc.pid, signal.SIGKILL)
             kill(family)
             await _wait_exit(proc, timeout_s=5.0)
+            # Processes in bwrap's pid namespaces die as their namespace ends, a moment later.
+            await _wait_pids_gone(family, timeout_s=2.0)
         kill(session_processes(self.session_id))
         await _wait_gone(self.session_id, timeout_s=2.0)
 
@@ -162,7 +183,26 @@ class LocalRuntime(ServerRuntime):
 
     # ------------------------------------------------------------------ helpers
 
-    def _child_env(self, token: str) -> dict[str, str]:
+    def _resolve(self, isolation: str) -> Literal["none", "bwrap"]:
+        """The isolation to use: "auto" is bwrap where it works, else none with a warning."""
+        if isolation == "none":
+            return "none"
+        from sandbox.runtimes.bwrap import bwrap_available
+
+        why = bwrap_available()
+        if why is None:
+            return "bwrap"
+        if isolation == "bwrap":
+            raise SandboxError(f"isolation 'bwrap' is not possible here: {why}")
+        self.warning = (
+            f"The sandbox is NOT isolated ({why}): the agent's commands run with your "
+            "rights and can read your files. Install bubblewrap, or set "
+            'sandbox.local.isolation = "none" to accept this.'
+        )
+        logging.getLogger("sandbox.runtime").warning("%s", self.warning)
+        return "none"
+
+    def _child_env(self) -> dict[str, str]:
         env = {
             name: value
             for name, value in os.environ.items()
@@ -170,7 +210,7 @@ class LocalRuntime(ServerRuntime):
             and not any(word in name.upper() for word in _SECRET_WORDS)
         }
         env.update(self.env)
-        env.update({"SANDBOX_TOKEN": token, SESSION_ENV: self.session_id})
+        env[SESSION_ENV] = self.session_id
         if not any(Path(p or ".").resolve() == _PACKAGE_ROOT for p in sys.path[1:]):
             env["PYTHONPATH"] = os.pathsep.join(
                 filter(None, [str(_PACKAGE_ROOT), env.get("PYTHONPATH")])
@@ -178,11 +218,8 @@ class LocalRuntime(ServerRuntime):
         return env
 
     def _bwrap_prefix(self) -> list[str]:
-        from sandbox.runtimes.bwrap import bwrap_available, bwrap_command
+        from sandbox.runtimes.bwrap import bwrap_command
 
-        why = bwrap_available()
-        if why is not None:
-            raise SandboxError(f"isolation 'bwrap' is not possible here: {why}")
         readable = [Path(sys.prefix), Path(sys.base_prefix), _PACKAGE_ROOT]
         readable.append(Path(sys.executable).resolve().parent)
         return bwrap_command(
@@ -198,6 +235,16 @@ class LocalRuntime(ServerRuntime):
 
 
 # ---------------------------------------------------------------------- processes
+
+
+def _token_pipe(token: str) -> int:
+    """The read end of a pipe holding `token` (the write end closed): the child reads it once."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, token.encode())  # far below the pipe's buffer: never blocks
+    finally:
+        os.close(write_fd)
+    return read_fd
 
 
 async def _read_ready_line(fd: int, timeout_s: float) -> bytes | None:
@@ -303,6 +350,16 @@ async def _wait_gone(session_id: str, timeout_s: float) -> None:
             return
         kill(left)
         await asyncio.sleep(0.02)
+
+
+async def _wait_pids_gone(pids: set[int], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = [pid for pid in pids if not _is_zombie(pid)]
+        if not left:
+            return
+        kill(left)
+        await asyncio.sleep(0.01)
 
 
 def _is_zombie(pid: int) -> bool:
