@@ -7,17 +7,18 @@ A rule is a glob on the action's text, optionally limited to one kind with a pre
 run-time tool's name (matched against its arguments as sorted JSON). Each tool says what its
 actions' text and kind are (`Tool.rule_subject`) and how risky they look (`Tool.assess`).
 
-A shell command line is judged command by command: `git status; rm -rf ~` is split at `;`,
-`&&`, `||`, `|`, `&`, parentheses and newlines. A deny rule matching any part (inside `$( )`,
-backticks and `<( )` too) rejects the line; allow rules let it through only when every part is
-allowed, so `run:git status*` does not let a chained command ride along. A line with a
-substitution is allowed only by a rule without wildcards that matches it exactly (what "always
-allow" saves)."""
+A shell command line is judged command by command, on the same parse the analyzer reads
+(`shell.py`): `git status; rm -rf ~` is two commands, and so are lines joined by `&&`, `||`,
+`|`, `&`, subshells, loops and newlines. A deny rule matching any command (inside `$( )`,
+backticks and `<( )` too; as written or after quote removal, so `r''m -rf ~` is `rm -rf ~`)
+rejects the line; allow rules let it through only when every command is allowed, so
+`run:git status*` does not let a chained command ride along. A line with a substitution, or
+with a part that does not parse, is allowed only by a rule without wildcards that matches it
+exactly (what "always allow" saves)."""
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -26,6 +27,7 @@ from typing import Literal
 from workbench.config_schema import SecurityConfig
 from workbench.events import AnyAction, RiskLevel
 from workbench.security.analyzer import Assessment, at_least, higher
+from workbench.security.shell import DYNAMIC, parse
 from workbench.tools.base import RuleSubject
 from workbench.tools.registry import REGISTRY
 
@@ -76,9 +78,6 @@ def assess(action: AnyAction, workspace: str) -> Assessment:
     return REGISTRY.for_action(action).assess(action, workspace)
 
 
-_SEPARATOR_CHARS = frozenset(";&|()")
-"""A token made of these only (`;`, `&&`, `||`, `|`, `&`, `|&`, `;;`, parentheses) separates."""
-_SUBSTITUTIONS = ("$(", "`", "<(", ">(")
 _ESCAPED_GLOB = re.compile(r"\[[*?\[]\]")
 
 
@@ -106,28 +105,12 @@ def _matches(rule: str, subject: RuleSubject) -> bool:
 
 
 def simple_commands(command: str) -> list[str] | None:
-    """The simple commands of a shell line, each as text; None when it cannot be split safely
-    (a substitution runs commands of its own; an unclosed quote)."""
-    if any(mark in command for mark in _SUBSTITUTIONS):
+    """The simple commands of a shell line, each as its text; None when it cannot be split
+    safely (a substitution runs commands of its own; a part that does not parse)."""
+    line = parse(command)
+    if line.errors or line.substitutions:
         return None
-    parts: list[str] = []
-    for line in command.splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        words: list[str] = []
-        try:
-            tokens = list(lexer)
-        except ValueError:
-            return None
-        for token in [*tokens, ";"]:
-            if token and set(token) <= _SEPARATOR_CHARS:
-                if words:
-                    parts.append(" ".join(words))
-                words = []
-            else:
-                words.append(token)
-    return parts
+    return [c.text for c in line.commands if c.words or c.redirects]
 
 
 def first_match(rules: Iterable[str], action: AnyAction) -> str | None:
@@ -140,25 +123,6 @@ def _first(rules: Iterable[str], subject: RuleSubject) -> str | None:
     return next((rule for rule in rules if _matches(rule, subject)), None)
 
 
-_INNERMOST_SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`|[<>]\(([^()]*)\)")
-
-
-def _unwrap_substitutions(command: str) -> list[str]:
-    """The line with each substitution replaced by a word, then the body of each (innermost
-    first), so every command a line would run can be looked at."""
-    bodies: list[str] = []
-
-    def take(match: re.Match[str]) -> str:
-        bodies.append(next(group for group in match.groups() if group is not None))
-        return "_"
-
-    for _ in range(32):  # nesting deeper than this is left as it is
-        command, count = _INNERMOST_SUBSTITUTION.subn(take, command)
-        if not count:
-            break
-    return [command, *bodies]
-
-
 def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
     """The deny rule that matches `action`, or any one command of a shell line (commands
     inside `$( )`, backticks and `<( )` included)."""
@@ -169,9 +133,11 @@ def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
     found = _first(rules, subject)
     if found is not None or not subject.shell:
         return found
-    for line in _unwrap_substitutions(subject.text):
-        for part in simple_commands(line) or [line]:
-            found = _first(rules, RuleSubject(subject.kind, part))
+    for command in parse(subject.text).commands:
+        # Both as written and as it runs (`r''m -rf ~` is `rm -rf ~`).
+        as_run = " ".join(command.words).replace(DYNAMIC, "_")
+        for text in dict.fromkeys((command.text, as_run)):
+            found = _first(rules, RuleSubject(subject.kind, text))
             if found is not None:
                 return found
     return None

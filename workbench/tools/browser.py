@@ -6,6 +6,7 @@ from typing import Any
 
 from sandbox.protocol import BrowseAction, BrowseObservation
 from workbench.display import Cell, first_line
+from workbench.security.analyzer import Assessment, analyze_browse
 from workbench.tools.base import ParseOptions, RuleSubject, Tool
 
 
@@ -66,6 +67,10 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
     def rule_subject(self, action: BrowseAction) -> RuleSubject:
         """`browse:` rules match the action string."""
         return RuleSubject(self.rule_kind, action.action)
+
+    def assess(self, action: BrowseAction, workspace: str) -> Assessment:
+        """A `file:` URL outside the workspace reads local files: HIGH."""
+        return analyze_browse(action.action, workspace)
 
     def describe(self, action: BrowseAction) -> str:
         """`browse ACTION`."""

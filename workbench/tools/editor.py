@@ -95,7 +95,8 @@ class EditorTool(Tool[FileEditAction, FileEditObservation]):
         return RuleSubject(self.rule_kind, action.path)
 
     def assess(self, action: FileEditAction, workspace: str) -> Assessment:
-        """Changing a file outside the workspace is HIGH; viewing is LOW."""
+        """Changing a file outside the workspace (or one that runs code later) is HIGH;
+        viewing is LOW."""
         if action.command == "view":
             return Assessment("LOW")
         return analyze_path_edit(action.path, workspace)

@@ -1,0 +1,329 @@
+"""Judging the simple commands of a shell line, by what each one does.
+
+Wrappers (`sudo`, `env`, `timeout`, `xargs`, `find -exec` ...) are looked through to the
+command they run; code handed to a shell or an interpreter (`sh -c`, `eval`, heredocs,
+`python -c`, `perl -e` ...) goes back to the `Judge` for its language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from workbench.events import RiskLevel
+from workbench.security import commands as known
+from workbench.security import paths
+from workbench.security.risk import Findings, Judge
+from workbench.security.shell import DYNAMIC, Command, Line
+
+_GLOB = re.compile(r"[*?\[]")
+_REMOTE = re.compile(r"^(?:[\w.+-]+@)?[\w.-]+:(?!//)|^[a-z0-9+]+://")
+_FD = re.compile(r"^(?:\d+|-)$")
+
+
+def shown(word: str) -> str:
+    """A word for a reason: run-time parts shown as `…`."""
+    return word.replace(DYNAMIC, "…")
+
+
+@dataclass
+class _Scope:
+    workspace: str
+    judge: Judge
+    findings: Findings
+    depth: int
+    cwd: str | None
+
+    def add(self, level: RiskLevel, reason: str) -> None:
+        self.findings.add(level, reason)
+
+    def resolve(self, path: str) -> str | None:
+        return paths.resolve(path, self.cwd)
+
+
+def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, depth: int) -> None:
+    """Judge every simple command of a parsed shell line."""
+    scope = _Scope(workspace, judge, findings, depth, workspace)
+    if line.errors:
+        scope.add("HIGH", "parts of the shell line do not parse, so what would run is unclear")
+    words = [c.words for c in line.commands if c.words]
+    if any(map(known.dumps_environment, words)) and any(map(known.uses_network, words)):
+        scope.add("HIGH", "sends the environment, which holds secrets, over the network")
+    for command in line.commands:
+        for redirect in command.redirects:
+            _redirect(redirect.op, redirect.target, scope)
+        if command.words:
+            _command(command.words, command, scope)
+
+
+def _redirect(op: str, target: str, scope: _Scope) -> None:
+    if target.startswith(("/dev/tcp/", "/dev/udp/")):
+        scope.add("HIGH", f"opens a network connection ({shown(target)})")
+        return
+    if "<" in op and ">" not in op:
+        _reads(target, scope)
+    elif not _FD.match(target):
+        _writes(target, "writes", scope, scratch_ok=True)
+
+
+def _reads(word: str, scope: _Scope) -> None:
+    full = scope.resolve(word) or word.replace(DYNAMIC, "X")
+    hit = paths.glob_hits(full, True) if _GLOB.search(full) else None
+    if paths.credential(full) or hit:
+        scope.add("HIGH", f"reads credentials ({shown(word)})")
+
+
+def _writes(word: str, verb: str, scope: _Scope, scratch_ok: bool = False) -> None:
+    """Judge a change to the file `word` (`verb` says what kind of change)."""
+    full = scope.resolve(word)
+    if full is None:
+        return
+    hit = paths.glob_hits(full, False) if _GLOB.search(full) else None
+    if paths.persistence(full) or hit:
+        scope.add("HIGH", f"{verb} {word}, which makes code run later (persistence)")
+    elif paths.credential(full):
+        scope.add("HIGH", f"{verb} {word}, which holds credentials")
+    elif not paths.inside(full, scope.workspace) and not (scratch_ok and paths.scratch(full)):
+        scope.add("HIGH", f"{verb} {word}, outside the workspace")
+
+
+def _command(words: list[str], command: Command, scope: _Scope) -> None:
+    if scope.depth > known.MAX_DEPTH:
+        scope.add("HIGH", "nests commands too deeply to follow")
+        return
+    name = words[0]
+    if DYNAMIC in name or _GLOB.search(name):
+        scope.add("HIGH", f"runs a command whose name is known only when it runs ({shown(name)})")
+        return
+    base = known.base_name(name)
+    args = words[1:]
+    for arg in args:
+        if arg.startswith("-") and "=" in arg:
+            arg = arg.partition("=")[2]
+        if "/" in arg or arg.startswith("~"):
+            _reads(arg, scope)
+    handler = _HANDLERS.get(base) or (_interpreter if known.interpreter(base) else None)
+    if handler is not None:
+        handler(base, args, command, scope)
+    for level, reason in known.simple_risks(base, args):
+        scope.add(level, reason)
+
+
+def _run(words: list[str], command: Command, scope: _Scope) -> None:
+    """Judge the command a wrapper runs."""
+    if words:
+        _command(words, command, scope)
+
+
+def _shell_text(text: str, what: str, scope: _Scope) -> None:
+    if DYNAMIC in text:
+        scope.add("HIGH", f"runs shell code known only when it runs ({what})")
+    scope.judge.shell(text.replace(DYNAMIC, "_"), scope.findings, scope.depth + 1)
+
+
+# ---------------------------------------------------------------- handlers, one per command
+
+
+def _cd(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    target = next((a for a in args if not a.startswith("-")), "~")
+    scope.cwd = scope.resolve(target) if target != "-" else None
+
+
+def _wrapper(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    if base in known.PRIVILEGE:
+        scope.add("HIGH", f"runs as another user, usually root ({base})")
+    rest = known.unwrap(base, args)
+    if rest is None:
+        return
+    if isinstance(rest, str):
+        _shell_text(rest, base, scope)
+    else:
+        _run(rest, command, scope)
+
+
+def _xargs(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    rest = known.unwrap(base, args)
+    if not isinstance(rest, list) or not rest:
+        return
+    fed = [w for up in command.upstream for w in known.produced_words(up.words)] or [DYNAMIC]
+    _run([*rest, *fed], command, scope)
+
+
+def _find(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    starts = known.find_starts(args)
+    if "-delete" in args:
+        for start in starts:
+            _writes(start, "deletes files under", scope)
+    for action, run in known.find_actions(args):
+        if action in ("-fprint", "-fprintf", "-fls", "-fprint0"):
+            _writes(run[0] if run else DYNAMIC, "writes", scope)
+            continue
+        for start in starts:
+            _run([start if w == "{}" else w for w in run], command, scope)
+
+
+def _eval(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    _shell_text(" ".join(args), "eval", scope)
+
+
+def _trap(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    if args and not args[0].startswith("-"):
+        _shell_text(args[0], "trap", scope)
+
+
+def _source(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    if args and DYNAMIC in args[0]:
+        scope.add("HIGH", f"runs a script known only when it runs ({base} {shown(args[0])})")
+
+
+def _shell(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    code, script, reads_stdin = known.shell_invocation(args)
+    if code is not None:
+        _shell_text(code, f"{base} -c", scope)
+    elif script is not None:
+        if DYNAMIC in script:
+            scope.add("HIGH", f"runs a script known only when it runs ({base} {shown(script)})")
+    elif reads_stdin:
+        _stdin_code(base, command, scope, lambda text: _shell_text(text, base, scope))
+
+
+def _stdin_code(base: str, command: Command, scope: _Scope, judge: Callable[[str], None]) -> None:
+    """Code an interpreter reads from its input: a heredoc is judged, a pipe is not readable."""
+    if command.upstream:
+        sources = {known.base_name(up.words[0]) for up in command.upstream if up.words}
+        if sources & known.DOWNLOADERS:
+            scope.add("HIGH", f"runs code downloaded from the network (… | {base})")
+        else:
+            scope.add("HIGH", f"runs code piped into {base}, which cannot be read before it runs")
+    elif command.stdin is not None:
+        judge(command.stdin)
+
+
+def _interpreter(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    language = known.interpreter(base) or ""
+    code, script, reads_stdin = known.interpreter_invocation(language, args)
+
+    def run(text: str) -> None:
+        if DYNAMIC in text:
+            scope.add("HIGH", f"runs {language} code known only when it runs ({base})")
+        text = text.replace(DYNAMIC, "_")
+        if language == "python":
+            scope.judge.python(text, scope.findings, scope.depth + 1)
+        else:
+            scope.judge.script(language, text, scope.findings, scope.depth + 1)
+
+    if code is not None:
+        run(code)
+    elif script is not None and DYNAMIC in script:
+        scope.add("HIGH", f"runs a script known only when it runs ({base} {shown(script)})")
+    elif reads_stdin:
+        _stdin_code(base, command, scope, run)
+    if language == "perl" and any(a.startswith("-") and "i" in a[1:3] for a in args):
+        for target in known.operands_after_code(args):
+            _writes(target, "edits", scope)
+
+
+def _delete(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    flags, targets = known.split_options(args, known.VALUE_OPTIONS.get(base, ()))
+    recursive = any(f in ("-r", "-R", "--recursive") or known.in_cluster(f, "rR") for f in flags)
+    force = any(f in ("-f", "--force") or known.in_cluster(f, "f") for f in flags)
+    if base == "rm" and recursive and force:
+        scope.add("HIGH", "recursive forced delete (rm -rf)")
+    verb = {"shred": "shreds", "truncate": "truncates"}.get(base, "deletes")
+    for target in targets:
+        if recursive and DYNAMIC in target:
+            scope.add("HIGH", f"deletes a path known only when it runs ({shown(target)})")
+        _writes(target, verb, scope)
+
+
+def _copy(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    _, operands = known.split_options(args, known.VALUE_OPTIONS.get(base, ()))
+    if base == "rsync" or base == "scp":
+        remote = [o for o in operands if _REMOTE.match(o)]
+        if remote:
+            scope.add("HIGH", f"copies files to or from another machine ({base} {remote[-1]})")
+            return
+    dest = known.option_value(args, ("-t", "--target-directory"))
+    if dest is None and len(operands) >= 2:
+        dest = operands[-1]
+        operands = operands[:-1]
+    if base == "mv":
+        for source in operands:
+            _writes(source, "moves away", scope)
+    if dest is not None:
+        _writes(dest, {"ln": "links", "mv": "moves into"}.get(base, "copies into"), scope)
+
+
+def _targets_after_mode(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    _, operands = known.split_options(args, known.VALUE_OPTIONS.get(base, ()))
+    if base in ("chmod", "chown", "chgrp") and not known.option_value(args, ("--reference",)):
+        operands = operands[1:]
+    for target in operands:
+        _writes(target, f"changes {known.CHANGE.get(base, 'the attributes of')}", scope)
+
+
+def _tee(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    for target in known.split_options(args, ())[1]:
+        _writes(target, "writes", scope, scratch_ok=True)
+
+
+def _dd(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    for arg in args:
+        if arg.startswith("of="):
+            _writes(arg[3:], "overwrites", scope)
+        elif arg.startswith("if="):
+            _reads(arg[3:], scope)
+
+
+def _sed(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    if any(a.startswith(("-i", "--in-place")) or known.in_cluster(a, "i") for a in args):
+        for target in known.sed_files(args):
+            _writes(target, "edits", scope)
+
+
+def _downloads(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    for target in known.download_targets(base, args):
+        _writes(target, "downloads into", scope, scratch_ok=True)
+    for source in known.upload_sources(base, args):
+        scope.add("HIGH", f"uploads {shown(source)} to the network ({base})")
+        _reads(source, scope)
+
+
+def _archive(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    target = known.extract_target(base, args)
+    if target is not None:
+        _writes(target, "extracts into", scope)
+
+
+def _git(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    where = known.option_value(args, ("-C",))
+    sub, rest = known.git_subcommand(args)
+    if sub == "config" and where is None:
+        for level, reason in known.git_config_risks(rest):
+            scope.add(level, reason)
+
+
+_Handler = Callable[[str, list[str], Command, _Scope], None]
+_HANDLERS: dict[str, _Handler] = {
+    "cd": _cd,
+    "pushd": _cd,
+    "find": _find,
+    "eval": _eval,
+    "trap": _trap,
+    "source": _source,
+    ".": _source,
+    "tee": _tee,
+    "dd": _dd,
+    "sed": _sed,
+    "gsed": _sed,
+    "git": _git,
+    **dict.fromkeys(known.WRAPPERS, _wrapper),
+    **dict.fromkeys(known.SHELLS, _shell),
+    **dict.fromkeys(("rm", "rmdir", "unlink", "shred", "truncate", "srm", "wipe"), _delete),
+    **dict.fromkeys(("cp", "mv", "ln", "install", "rsync", "scp"), _copy),
+    **dict.fromkeys(known.CHANGE, _targets_after_mode),
+    **dict.fromkeys(("curl", "wget"), _downloads),
+    **dict.fromkeys(("tar", "unzip", "bsdtar", "7z"), _archive),
+    "xargs": _xargs,
+}
