@@ -30,6 +30,7 @@ from workbench.session import (
     make_runtime,
     new_log,
     open_controller,
+    runtime_warning,
     scrubber_of,
     start_runtime,
     workspace_of,
@@ -138,6 +139,8 @@ async def run_session(
     runtime: Runtime | None = None
     try:
         runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
+        if warning := runtime_warning(runtime):
+            printer.notice(warning)
         await warm
         llm = make_llm(
             config, on_retry=lambda err, n, wait: printer.notice(err.retry_notice(n, wait))

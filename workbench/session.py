@@ -97,6 +97,12 @@ async def start_runtime(runtime: Runtime) -> Runtime:
     return runtime
 
 
+def runtime_warning(runtime: Runtime) -> str | None:
+    """Why a started runtime is less isolated than configured (local "auto" without bwrap)."""
+    warning = getattr(runtime, "warning", None)  # only the local runtime has one
+    return warning if isinstance(warning, str) and warning else None
+
+
 def new_log(config: Config) -> SessionLog:
     """A new session log (header written) in the configured sessions folder."""
     header = make_header(

@@ -310,3 +310,21 @@ async def test_send_input_answers_a_prompt(runtime: LocalRuntime) -> None:
     obs = await runtime.execute(CmdRunAction(command=""))
     assert isinstance(obs, CmdOutputObservation)
     assert "Hi Ann" in obs.content and obs.exit_code == 0
+
+
+def test_auto_without_bubblewrap_falls_back_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sandbox.runtimes.bwrap
+
+    missing = "bubblewrap is not installed (apt-get install bubblewrap)"
+    monkeypatch.setattr(sandbox.runtimes.bwrap, "bwrap_available", lambda: missing)
+    runtime = LocalRuntime(tmp_path)
+    assert runtime.isolation == "none"
+    assert runtime.warning is not None and "NOT isolated" in runtime.warning
+    assert missing in runtime.warning
+    assert LocalRuntime(tmp_path, isolation="none").warning is None  # chosen, not a fallback
+    with pytest.raises(SandboxError, match="not possible here"):
+        LocalRuntime(tmp_path, isolation="bwrap")
+    with pytest.raises(SandboxError, match="network off needs isolation"):
+        LocalRuntime(tmp_path, network=False)

@@ -101,7 +101,7 @@ class ControllerBackend:
 
     async def _start_sandbox(self) -> None:
         from sandbox.runtimes.base import SandboxError
-        from workbench.session import make_runtime
+        from workbench.session import make_runtime, runtime_warning
 
         self._progress("sandbox", "starting…")
         try:
@@ -113,6 +113,8 @@ class ControllerBackend:
             self._progress("sandbox", "failed", self._failed["sandbox"])
         else:
             self._progress("sandbox", "ready")
+            if warning := runtime_warning(runtime):
+                self._notify(warning, "warning", timeout=30)
         self._sandbox_ready.set()
 
     # ------------------------------------------------------------------ tasks
