@@ -110,7 +110,11 @@ DANGEROUS: list[Case] = [
     _sh("/bin/rm -Rf {d}/tree", RF),
     _sh("$(echo rm) -rf {d}/tree", UNKNOWN),
     _sh("`printf rm` -rf {d}/tree", UNKNOWN),
-    _sh("X=rm; $X -rf {d}/tree", UNKNOWN),
+    _sh("X=rm; $X -rf {d}/tree", RF),
+    _sh("read -r X <<< rm; $X -rf {d}/tree", UNKNOWN),
+    _sh("D={d}; rm $D/victim.txt", DELETE),
+    _sh("for f in {ws}/app.py {d}/victim.txt; do rm $f; done", DELETE),
+    _sh("cleanup() {{ rm -rf {d}/tree; }}; cleanup", RF),
     _sh("/???/r? -rf {d}/tree", UNKNOWN),
     # Through wrappers.
     _sh("env rm -rf {d}/tree", RF),

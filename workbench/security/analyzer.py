@@ -78,7 +78,7 @@ def analyze_path_edit(path: str, workspace: str) -> Assessment:
     if full is None:
         return Assessment("LOW")
     if paths.persistence(full):
-        return Assessment("HIGH", (f"edits {path}, which makes code run later (persistence)",))
+        return Assessment("HIGH", (f"edits {path}, {paths.PERSISTS}",))
     if not paths.inside(full, workspace):
         return Assessment("HIGH", (f"edits {path}, outside the workspace",))
     return Assessment("LOW")

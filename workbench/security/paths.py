@@ -6,6 +6,8 @@ import posixpath
 import re
 from fnmatch import fnmatchcase
 
+PERSISTS = "a file that decides what runs later (persistence)"
+"""What a reason says of a persistence spot."""
 SCRATCH = ("/tmp", "/var/tmp")
 """Where a file of its own is harmless output (deleting, or writing into others' folders, is
 not)."""

@@ -219,7 +219,7 @@ class _Visitor(ast.NodeVisitor):
         if full is None:
             return
         if paths.persistence(full):
-            self.findings.add("HIGH", f"{verb} {text}, which makes code run later (persistence)")
+            self.findings.add("HIGH", f"{verb} {text}, {paths.PERSISTS}")
         elif not paths.inside(full, self.workspace):
             self.findings.add("HIGH", f"{verb} {text}, outside the workspace")
 

@@ -63,7 +63,7 @@ def judge_script(
             if full is not None and "/" in text and not paths.inside(full, workspace):
                 findings.add("HIGH", f"{verb} {text}, outside the workspace ({language})")
             elif full is not None and paths.persistence(full):
-                findings.add("HIGH", f"{verb} {text}, which makes code run later (persistence)")
+                findings.add("HIGH", f"{verb} {text}, {paths.PERSISTS}")
     if _SIGNALS.search(code):
         findings.add("HIGH", f"sends a signal to a process ({language})")
     if _EVALS.search(code) and language in ("node", "ruby", "perl", "lua", "php"):

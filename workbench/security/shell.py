@@ -27,8 +27,10 @@ _RUN_TIME = frozenset(
 )
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _HEREDOC_PARTS = frozenset({"heredoc_start", "heredoc_body", "heredoc_end"})
-_KNOWN_VARIABLES = {"HOME": "~", "PWD": "."}
+_KNOWN_VARIABLES = {"HOME": "~", "PWD": ".", "!": "$!"}
+"""Variables whose value is known before the line runs (`$!` stays: the last background job)."""
 _MAX_BRACE_WORDS = 256
+_LOOP_VALUES = 4
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class _Walker:
         self.source = source
         self.commands: list[Command] = []
         self.substitutions = False
+        self.variables = dict(_KNOWN_VARIABLES)
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -101,6 +104,12 @@ class _Walker:
             return self.redirected(node, upstream)
         if kind in ("command_substitution", "process_substitution"):
             self.substitutions = True
+        if kind == "variable_assignment":
+            self.assign(node)
+            return []
+        if kind == "for_statement":
+            self.for_loop(node)
+            return []
         first: list[Command] = []
         for child in node.named_children:
             found = self.visit(child, upstream if not first else None)
@@ -140,6 +149,8 @@ class _Walker:
             for child in node.named_children:
                 if child.type == "pipeline":
                     self.pipeline(child.named_children, commands)
+                elif child.type in _REDIRECTS:  # `cat <<EOF > file`
+                    self.redirect(child, commands)
                 elif child.type not in _HEREDOC_PARTS:
                     self.visit(child)
             return
@@ -176,6 +187,35 @@ class _Walker:
         self.commands.append(self.commands.pop(inner_start))
         return found
 
+    def assign(self, node: tree_sitter.Node) -> None:
+        """`X=value` on its own: later `$X` in the line is `value` when it is static."""
+        self.visit_substitutions(node)
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if name is None:
+            return
+        text = self.static(value) if value is not None else ""
+        if DYNAMIC in text or node.type != "variable_assignment":
+            self.variables.pop(self.text(name), None)
+        else:
+            self.variables[self.text(name)] = text
+
+    def for_loop(self, node: tree_sitter.Node) -> None:
+        """`for X in A B; do …`: the body is read once for each of the first few values."""
+        name = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        values: list[str] = []
+        for item in node.children_by_field_name("value"):
+            self.visit_substitutions(item)
+            values.extend(self.words(item))
+        if name is None or body is None:
+            return
+        variable = self.text(name)
+        for value in values[:_LOOP_VALUES] or [DYNAMIC]:
+            self.variables[variable] = value
+            self.visit(body)
+        self.variables.pop(variable, None)
+
     def visit_substitutions(self, node: tree_sitter.Node) -> None:
         if node.type in ("command_substitution", "process_substitution"):
             self.substitutions = True
@@ -204,7 +244,8 @@ class _Walker:
         if kind == "ansi_c_string":
             return _ansi_c(self.text(node)[2:-1])
         if kind in _EXPANSIONS:
-            return _variable(node, self.text(node))
+            name = self.text(node).strip("${}")
+            return self.variables.get(name, DYNAMIC)
         if kind in _RUN_TIME:
             return DYNAMIC
         if kind == "string":
@@ -231,11 +272,15 @@ class _Walker:
 
 
 def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
     text = text.replace("\\\n", "")
     return re.sub(r"\\(.)", r"\1", text, flags=re.S)
 
 
 def _unescape_double(text: str) -> str:
+    if "\\" not in text:
+        return text
     text = text.replace("\\\n", "")
     return re.sub(r"\\([$`\"\\])", r"\1", text)
 
@@ -245,11 +290,6 @@ def _ansi_c(body: str) -> str:
         return codecs.decode(body.encode("latin-1", "backslashreplace"), "unicode_escape")
     except (UnicodeDecodeError, ValueError):
         return DYNAMIC
-
-
-def _variable(node: tree_sitter.Node, text: str) -> str:
-    name = text.strip("${}")
-    return _KNOWN_VARIABLES.get(name, DYNAMIC)
 
 
 def _expand_braces(word: str) -> list[str]:

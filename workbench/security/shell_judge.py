@@ -81,7 +81,7 @@ def _writes(word: str, verb: str, scope: _Scope, scratch_ok: bool = False) -> No
         return
     hit = paths.glob_hits(full, False) if _GLOB.search(full) else None
     if paths.persistence(full) or hit:
-        scope.add("HIGH", f"{verb} {word}, which makes code run later (persistence)")
+        scope.add("HIGH", f"{verb} {word}, {paths.PERSISTS}")
     elif paths.credential(full):
         scope.add("HIGH", f"{verb} {word}, which holds credentials")
     elif not paths.inside(full, scope.workspace) and not (scratch_ok and paths.scratch(full)):
