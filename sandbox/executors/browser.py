@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any, ClassVar
 
+from sandbox import confine
 from sandbox.executors.base import ExecutorContext, register
 from sandbox.executors.browser_worker import chromium_path
 from sandbox.protocol import Action, BrowseAction, BrowseObservation, ErrorObservation, Observation
@@ -110,14 +111,10 @@ class BrowserExecutor:
         env = {**os.environ, **self._context.env}
         log = open(self._context.artifacts / "browser-worker.log", "ab")  # noqa: SIM115
         try:
+            worker = [sys.executable, "-m", "sandbox.executors.browser_worker"]
+            worker += [str(self._context.artifacts), str(self._context.workspace)]
             self._proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sandbox.executors.browser_worker",
-                    str(self._context.artifacts),
-                    str(self._context.workspace),
-                ],
+                confine.wrap(worker),  # a page's exploit lands where the shell is, no further
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,

@@ -35,6 +35,8 @@ from sandbox.runtimes.docker_image import (
 
 SERVER_PORT = 8000
 LABEL = "workbench.sandbox"
+TOKEN_FILE = "/.sandbox-token"
+"""Where the token waits for the entry point, which deletes it (see docker_entry.py)."""
 """Every container we start carries this label (value "1"), so stale ones can be found."""
 START_TIMEOUT_S = 60.0
 
@@ -224,10 +226,12 @@ class DockerRuntime(ServerRuntime):
                 found = None
             if found is not None:
                 if found.labels.get(f"{LABEL}.config") == digest:
+                    token = found.labels.get(f"{LABEL}.token", "")
                     if found.status != "running":
+                        _put_token(found, token)  # the entry point consumed the last one
                         found.start()
                         found.reload()
-                    return found, _container_env(found).get("SANDBOX_TOKEN", "")
+                    return found, token
                 _remove(found)
         else:
             name = f"{self.name_prefix}{secrets.token_hex(6)}"
@@ -249,9 +253,12 @@ class DockerRuntime(ServerRuntime):
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
+        # The token goes in as a root-only file the entry point reads and deletes before the
+        # server starts (docker_entry.py), not as SANDBOX_TOKEN: /proc/PID/environ of the
+        # container's init would show it to an agent of the same uid for the container's life.
+        # The label lets a later session reattach; only the host's Docker sees labels.
         environment = {
             **self.env,
-            "SANDBOX_TOKEN": token,
             "SANDBOX_USER_ID": str(self.user_id),
             "SANDBOX_GROUP_ID": str(self.group_id),
         }
@@ -261,17 +268,17 @@ class DockerRuntime(ServerRuntime):
             f"{LABEL}.workspace": self.workspace,
             f"{LABEL}.keep_alive": "1" if self.keep_alive else "0",
             f"{LABEL}.owner": _owner(),
+            f"{LABEL}.token": token,
         }
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
             command += ["--workspace", "/workspace"]
             for executor in self.disable:
                 command += ["--disable", executor]
-            return self._docker.containers.run(
+            container = self._docker.containers.create(
                 self.image,
                 command=command,
                 name=name,
-                detach=True,
                 init=True,
                 environment=environment,
                 volumes=mounts,
@@ -279,6 +286,13 @@ class DockerRuntime(ServerRuntime):
                 mem_limit=self.memory,
                 ports={f"{SERVER_PORT}/tcp": ("127.0.0.1", None)},
             )
+            try:
+                _put_token(container, token)
+                container.start()
+            except BaseException:
+                _remove(container)
+                raise
+            return container
         except docker.errors.ImageNotFound as exc:
             raise _ImageGone(str(exc)) from exc
         except docker.errors.DockerException as exc:
@@ -359,9 +373,18 @@ class _ImageGone(Exception):
     """The image tag we were given was removed before the container was created."""
 
 
-def _container_env(container: Any) -> dict[str, str]:
-    pairs = container.attrs.get("Config", {}).get("Env") or []
-    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+def _put_token(container: Any, token: str) -> None:
+    """Copy `token` into the (not running) container as TOKEN_FILE, root-only."""
+    import io
+    import tarfile
+
+    data = token.encode()
+    info = tarfile.TarInfo(TOKEN_FILE.lstrip("/"))
+    info.size, info.mode, info.uid, info.gid = len(data), 0o400, 0, 0
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.addfile(info, io.BytesIO(data))
+    container.put_archive("/", buffer.getvalue())
 
 
 def _logs_tail(container: Any, lines: int = 15) -> str:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 WORKSPACE = Path("/workspace")
+TOKEN_FILE = Path("/.sandbox-token")
 
 
 def _ensure_group(gid: int) -> None:
@@ -77,8 +78,28 @@ def drop_privileges(uid: int, gid: int) -> None:
     os.environ.update(HOME=str(home), USER=name, LOGNAME=name)
 
 
+def token_argv(argv: list[str]) -> list[str]:
+    """`argv` with `--token-fd N` for `serve`: the token from TOKEN_FILE (deleted) or
+    SANDBOX_TOKEN (popped), moved into an inherited pipe so the server's exec-time environment,
+    which /proc/PID/environ shows, never holds it."""
+    token = os.environ.pop("SANDBOX_TOKEN", "")
+    try:
+        token = TOKEN_FILE.read_text(encoding="utf-8").strip() or token
+        TOKEN_FILE.unlink()
+    except OSError:
+        pass
+    if not token or not argv or argv[0] != "serve":
+        return argv
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, token.encode())
+    os.close(write_fd)
+    os.set_inheritable(read_fd, True)
+    return [argv[0], "--token-fd", str(read_fd), *argv[1:]]
+
+
 def main(argv: list[str]) -> None:
     """Drop to SANDBOX_USER_ID when asked and running as root, then exec the sandbox CLI."""
+    argv = token_argv(argv)  # while still root: the token file is root-only
     uid_text = os.environ.pop("SANDBOX_USER_ID", "")
     gid_text = os.environ.pop("SANDBOX_GROUP_ID", "")
     if uid_text and os.getuid() == 0 and int(uid_text) != 0:

@@ -69,6 +69,20 @@ async def test_shell_state_persists_and_exit_codes_come_back(make_runtime: MakeR
     assert "token=none" in obs.content  # the server's token never reaches the agent's shell
 
 
+async def test_the_token_is_in_no_environment_and_no_file(make_runtime: MakeRuntime) -> None:
+    runtime = await make_runtime()
+    client = runtime._client
+    assert client is not None
+    token = str(client._auth["Authorization"]).split()[1]  # type: ignore[attr-defined]
+    obs = await shell(
+        runtime,
+        "{ cat /proc/[0-9]*/environ | tr '\\0' '\\n'; ps eww -A; ls -a /; "
+        "cat /.sandbox-token; } 2>&1",
+    )
+    assert "SANDBOX_TOKEN" not in obs.content and token not in obs.content
+    assert "sandbox-token" in obs.content  # cat's complaint: the file was deleted
+
+
 async def test_soft_timeout_returns_a_running_command(make_runtime: MakeRuntime) -> None:
     runtime = await make_runtime()
     obs = await shell(runtime, "sleep 30", soft_timeout=1.0)
