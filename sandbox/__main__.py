@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--confine-agent",
         choices=("net", "nonet"),
-        help="run the shell and the kernel in a nested bwrap pid namespace (with/without network)",
+        help="run shell, kernel and browser in nested bwrap pid namespaces (with/without network)",
     )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument(

@@ -1,4 +1,4 @@
-"""Where the agent's own processes run: the shell and the kernel, in a pid namespace of their own.
+"""Where the agent's own processes run: shell, kernel and browser, each in its own pid namespace.
 
 The local runtime with isolation starts the server inside bubblewrap (system read-only, only
 the workspace and a private /tmp writable). That alone leaves the agent's shell beside the
