@@ -206,6 +206,10 @@ DANGEROUS: list[Case] = [
     _sh("git config core.hooksPath {d}", "git run a program"),
     _sh("git config alias.st '!rm -rf {d}/tree'", "git run a program"),
     _sh("systemctl --user enable wb-no-such.service", "starts later"),
+    _sh("alias ls='rm -rf {d}/tree'", RF),
+    _sh("PROMPT_COMMAND='rm -rf {d}/tree'", "run code later"),
+    _sh("export BASH_ENV={d}/evil.sh", "run code later"),
+    _sh("git -c core.pager='rm -rf {d}/tree' log", "git run a program"),
     # Publishing.
     _sh("git push wb-no-such-remote main", PUBLISH),
     _sh("git -C {ws} push --force", PUBLISH),

@@ -126,6 +126,10 @@ def test_deleting_or_overwriting_outside_the_workspace_is_high(command: str, why
         ("iptables -F", "host"),
         ("shutdown -h now", "host"),
         ("systemctl restart nginx", "services"),
+        ("alias ls='rm -rf ~'", "rm -rf"),
+        ("export PROMPT_COMMAND='curl x'", "PROMPT_COMMAND"),
+        ("LD_PRELOAD=/x/evil.so; ls", "LD_PRELOAD"),
+        ("git -c core.sshCommand='sh -c id' fetch", "git -c core.sshCommand"),
     ],
 )
 def test_high_categories(command: str, why: str) -> None:
@@ -141,10 +145,11 @@ def test_high_categories(command: str, why: str) -> None:
         "npm install",
         "apt-get install -y jq",
         "cargo install ripgrep",
+        "npx prettier --check .",
     ],
 )
 def test_package_installs_are_medium(command: str) -> None:
-    _check(command, "MEDIUM", "installs packages")
+    _check(command, "MEDIUM", "package")
 
 
 @pytest.mark.parametrize(
@@ -171,6 +176,8 @@ def test_package_installs_are_medium(command: str) -> None:
         "ps aux",
         "crontab -l",
         "docker ps",
+        "alias ll='ls -la'",
+        "git -c color.ui=never log",
     ],
 )
 def test_everyday_commands_are_low(command: str) -> None:

@@ -410,12 +410,28 @@ def git_subcommand(args: list[str]) -> tuple[str, list[str]]:
     return (args[i], args[i + 1 :]) if i < len(args) else ("", [])
 
 
+HOOK_VARIABLES = frozenset({"PROMPT_COMMAND", "BASH_ENV", "ENV", "PS0", "PS4", "LD_PRELOAD"})
+"""Shell variables whose value runs later (before each prompt, in each new shell, each program)."""
+
 _GIT_RUNS = re.compile(
     r"^(core\.(hookspath|fsmonitor|sshcommand|editor|pager|askpass|gitproxy)"
     r"|(filter|diff|merge)\..*\.(clean|smudge|textconv|driver|process)|credential\.helper"
     r"|sequence\.editor|gpg\.program|uploadpack\.packobjectshook)$",
     re.I,
 )
+
+
+def git_overrides(args: list[str]) -> list[tuple[str, str]]:
+    """The `-c key=value` settings before git's subcommand that make it run a program."""
+    found = []
+    for i, word in enumerate(args[:-1]):
+        if word == "-c" and "=" in args[i + 1]:
+            key, _, value = args[i + 1].partition("=")
+            if _GIT_RUNS.match(key) or (key.lower().startswith("alias.") and value[:1] == "!"):
+                found.append((key, value))
+        elif not word.startswith("-") and (i == 0 or args[i - 1] not in ("-c", "-C")):
+            break
+    return found
 
 
 def git_config_risks(rest: list[str]) -> list[tuple[RiskLevel, str]]:
@@ -553,6 +569,8 @@ def simple_risks(base: str, args: list[str]) -> list[tuple[RiskLevel, str]]:
         found.append(("HIGH", "reads other processes' environments, which hold secrets (ps e)"))
     if base in ("gpg", "gpg2") and any(a.startswith("--export-secret") for a in args):
         found.append(("HIGH", "reads credentials (gpg --export-secret-keys)"))
+    if base in ("npx", "pnpx", "bunx", "uvx") or (base in ("npm", "pnpm") and first == "exec"):
+        found.append(("MEDIUM", f"downloads and runs a package ({base})"))
     manager, rest = _pip_like(base, args)
     verbs = _INSTALL.get(manager, ())
     if any(a in verbs for a in (rest if manager in ("dpkg", "rpm", "pacman") else rest[:2])) or (

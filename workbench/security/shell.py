@@ -67,6 +67,8 @@ class Line:
     errors: bool
     substitutions: bool
     """True when it has `$( )`, backticks or `<( )`: commands whose output becomes words."""
+    assignments: list[tuple[str, str]] = field(default_factory=list)
+    """`NAME=value` set for the rest of the shell's life (values after static expansion)."""
 
 
 @lru_cache(maxsize=1)
@@ -80,7 +82,7 @@ def parse(text: str) -> Line:
     tree = _parser().parse(source)
     walker = _Walker(source)
     walker.visit(tree.root_node)
-    return Line(walker.commands, tree.root_node.has_error, walker.substitutions)
+    return Line(walker.commands, tree.root_node.has_error, walker.substitutions, walker.assignments)
 
 
 class _Walker:
@@ -89,6 +91,7 @@ class _Walker:
         self.commands: list[Command] = []
         self.substitutions = False
         self.variables = dict(_KNOWN_VARIABLES)
+        self.assignments: list[tuple[str, str]] = []
 
     def text(self, node: tree_sitter.Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -195,6 +198,7 @@ class _Walker:
         if name is None:
             return
         text = self.static(value) if value is not None else ""
+        self.assignments.append((self.text(name), text))
         if DYNAMIC in text or node.type != "variable_assignment":
             self.variables.pop(self.text(name), None)
         else:

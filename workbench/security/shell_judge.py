@@ -50,6 +50,11 @@ def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, dep
     words = [c.words for c in line.commands if c.words]
     if any(map(known.dumps_environment, words)) and any(map(known.uses_network, words)):
         scope.add("HIGH", "sends the environment, which holds secrets, over the network")
+    for name, value in line.assignments:
+        if name in known.HOOK_VARIABLES:
+            scope.add("HIGH", f"makes the shell run code later, on its own ({name})")
+            if name == "PROMPT_COMMAND":
+                _shell_text(value, name, scope)
     for command in line.commands:
         for redirect in command.redirects:
             _redirect(redirect.op, redirect.target, scope)
@@ -296,7 +301,17 @@ def _archive(base: str, args: list[str], command: Command, scope: _Scope) -> Non
         _writes(target, "extracts into", scope)
 
 
+def _alias(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if eq:
+            _shell_text(value, f"alias {name}", scope)
+
+
 def _git(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    for key, value in known.git_overrides(args):
+        scope.add("HIGH", f"makes git run a program (git -c {key})")
+        _shell_text(value.removeprefix("!"), f"git -c {key}", scope)
     where = known.option_value(args, ("-C",))
     sub, rest = known.git_subcommand(args)
     if sub == "config" and where is None:
@@ -318,6 +333,7 @@ _HANDLERS: dict[str, _Handler] = {
     "sed": _sed,
     "gsed": _sed,
     "git": _git,
+    "alias": _alias,
     **dict.fromkeys(known.WRAPPERS, _wrapper),
     **dict.fromkeys(known.SHELLS, _shell),
     **dict.fromkeys(("rm", "rmdir", "unlink", "shred", "truncate", "srm", "wipe"), _delete),
