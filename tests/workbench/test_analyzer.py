@@ -43,7 +43,8 @@ def test_the_parse_gives_words_as_they_run(line: str, words: list[list[str]]) ->
 
 def test_the_parse_knows_pipes_heredocs_and_redirections() -> None:
     piped = parse("curl x | base64 -d | sh").commands
-    assert [u.words[0] for u in piped[2].upstream] == ["curl", "base64"]
+    assert [u.words[0] for u in piped[2].upstream] == ["base64"]
+    assert [u.words[0] for u in piped[2].sources()] == ["base64", "curl"]
     heredoc = parse("cat <<'EOF' > out\nrm -rf /\nEOF").commands[0]
     assert heredoc.stdin == "rm -rf /\n"
     assert [(r.op, r.target) for r in heredoc.redirects] == [(">", "out")]
@@ -246,9 +247,29 @@ def test_simple_commands_for_rules() -> None:
     assert simple_commands("echo 'unclosed") is None
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "(" * 3000 + "ls" + ")" * 3000,
+        "echo " + "$(" * 1500 + "id" + ")" * 1500,
+        "if true; then " * 1500 + "ls" + "; fi" * 1500,
+    ],
+)
+def test_nesting_past_the_stack_is_high_not_a_crash(line: str) -> None:
+    _check(line, "HIGH", "do not parse")
+    assert simple_commands(line) is None
+
+
+def test_wrappers_past_a_limit_are_high_not_a_crash() -> None:
+    _check("nice " * 3000 + "ls", "HIGH", "too many")
+    _check("sudo nice timeout 5 env X=1 nohup ls", "HIGH", "root")
+
+
 def test_a_long_line_is_read_quickly() -> None:
     line = "echo " + "word " * 40_000  # 200 KB: the shlex split took 0.9 s, growing quadratically
+    pipes = "ls | " * 2_000 + "cat"
     started = time.perf_counter()
     assert simple_commands(line) is not None
     assert analyze_command(line, WS).level == "LOW"
-    assert time.perf_counter() - started < 1.5
+    assert analyze_command(pipes, WS).level == "LOW"
+    assert time.perf_counter() - started < 3.0  # about 0.5 s on a quiet machine

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 outside_workspace = paths.outside_workspace
+_TOO_DEEP = "nested too deeply to read"
 
 
 class _Analysis:
@@ -61,14 +62,20 @@ class _Analysis:
 def analyze_command(command: str, workspace: str) -> Assessment:
     """Assess one shell command line."""
     findings = Findings()
-    _Analysis(workspace).shell(command, findings, 0)
+    try:
+        _Analysis(workspace).shell(command, findings, 0)
+    except RecursionError:
+        findings.add("HIGH", _TOO_DEEP)
     return findings.assessment()
 
 
 def analyze_python(code: str, workspace: str) -> Assessment:
     """Assess an IPython cell: Python, `!` shell lines and magics."""
     findings = Findings()
-    _Analysis(workspace).python(code, findings, 0)
+    try:
+        _Analysis(workspace).python(code, findings, 0)
+    except RecursionError:
+        findings.add("HIGH", _TOO_DEEP)
     return findings.assessment()
 
 

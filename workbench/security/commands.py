@@ -12,6 +12,8 @@ from workbench.security.shell import DYNAMIC
 
 MAX_DEPTH = 8
 """How deep code inside code (`sh -c "eval '…'"`) is followed before it counts as HIGH."""
+MAX_WRAPPERS = 32
+"""How many wrappers around one command (`sudo nice timeout 5 …`) are followed."""
 
 PRIVILEGE = frozenset({"sudo", "doas", "su", "pkexec", "runuser", "chroot", "setpriv", "sg"})
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash"})

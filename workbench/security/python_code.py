@@ -71,7 +71,10 @@ def judge_python(code: str, workspace: str, judge: Judge, findings: Findings, de
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         _unparsable(code, findings)
         return
-    _Visitor(workspace, judge, findings, depth).visit(tree)
+    try:
+        _Visitor(workspace, judge, findings, depth).visit(tree)
+    except RecursionError:
+        findings.add("HIGH", "the code is nested too deeply to read")
 
 
 _RISKY_NAMES = re.compile(

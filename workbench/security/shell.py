@@ -53,6 +53,15 @@ class Command:
     upstream: list[Command] = field(default_factory=list)
     """The commands whose output is piped into it (empty: its input is not a pipe)."""
 
+    def sources(self, limit: int = 64) -> list[Command]:
+        """Every command before it in its pipeline, nearest first (at most `limit`)."""
+        found: list[Command] = []
+        stage = self.upstream
+        while stage and len(found) < limit:
+            found.extend(stage)
+            stage = stage[0].upstream
+        return found[:limit]
+
     @property
     def piped(self) -> bool:
         """True when its standard input is a pipe from other commands."""
@@ -81,8 +90,12 @@ def parse(text: str) -> Line:
     source = text.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
     walker = _Walker(source)
-    walker.visit(tree.root_node)
-    return Line(walker.commands, tree.root_node.has_error, walker.substitutions, walker.assignments)
+    errors = tree.root_node.has_error
+    try:
+        walker.visit(tree.root_node)
+    except RecursionError:  # nested past Python's stack: what was found stays, flagged
+        errors = True
+    return Line(walker.commands, errors, walker.substitutions, walker.assignments)
 
 
 class _Walker:
@@ -126,7 +139,7 @@ class _Walker:
         for stage in stages:
             taking = self.visit(stage, upstream)
             first = first or taking
-            upstream = [*(upstream or []), *taking]
+            upstream = taking
         return first
 
     def redirected(self, node: tree_sitter.Node, upstream: list[Command] | None) -> list[Command]:

@@ -34,6 +34,7 @@ class _Scope:
     findings: Findings
     depth: int
     cwd: str | None
+    wrapped: int = 0
 
     def add(self, level: RiskLevel, reason: str) -> None:
         self.findings.add(level, reason)
@@ -117,8 +118,12 @@ def _command(words: list[str], command: Command, scope: _Scope) -> None:
 
 def _run(words: list[str], command: Command, scope: _Scope) -> None:
     """Judge the command a wrapper runs."""
-    if words:
+    if scope.wrapped >= known.MAX_WRAPPERS:
+        scope.add("HIGH", "wraps commands in too many others to follow")
+    elif words:
+        scope.wrapped += 1
         _command(words, command, scope)
+        scope.wrapped -= 1
 
 
 def _shell_text(text: str, what: str, scope: _Scope) -> None:
@@ -196,7 +201,7 @@ def _shell(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 def _stdin_code(base: str, command: Command, scope: _Scope, judge: Callable[[str], None]) -> None:
     """Code an interpreter reads from its input: a heredoc is judged, a pipe is not readable."""
     if command.upstream:
-        sources = {known.base_name(up.words[0]) for up in command.upstream if up.words}
+        sources = {known.base_name(up.words[0]) for up in command.sources() if up.words}
         if sources & known.DOWNLOADERS:
             scope.add("HIGH", f"runs code downloaded from the network (… | {base})")
         else:
