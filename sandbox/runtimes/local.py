@@ -80,6 +80,8 @@ class LocalRuntime(ServerRuntime):
         self.log_file = self._tmp / "server.log"
         self.pid: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._tree: dict[int, bytes] = {}
+        """The server's process tree when it became ready: pid -> start time (pids get reused)."""
 
     # ------------------------------------------------------------------ ServerRuntime
 
@@ -149,6 +151,7 @@ class LocalRuntime(ServerRuntime):
                 f"the sandbox server sent a malformed READY line: {ready!r}"
             ) from exc
         self.pid = proc.pid
+        self._tree = {pid: t for pid in descendants(proc.pid) if (t := _start_time(pid))}
         return SandboxClient(f"http://127.0.0.1:{port}", token)
 
     def _alive(self) -> bool:
@@ -160,7 +163,12 @@ class LocalRuntime(ServerRuntime):
     async def _terminate(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            family = descendants(proc.pid)
+            # With bwrap, a SIGKILLed server leaves its namespace's init exiting, reparented
+            # away (no longer our descendant) while the namespace's processes die.
+            family = descendants(proc.pid) | {
+                pid for pid, start in self._tree.items() if _start_time(pid) == start
+            }
+            self._tree = {}
             if proc.poll() is None:
                 _close_quietly(proc.stdin)  # with --watch-stdin the server shuts down at EOF
                 _signal_group(proc.pid, signal.SIGTERM)
@@ -360,6 +368,15 @@ async def _wait_pids_gone(pids: set[int], timeout_s: float) -> None:
             return
         kill(left)
         await asyncio.sleep(0.01)
+
+
+def _start_time(pid: int) -> bytes | None:
+    """The process's start time (clock ticks after boot), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 def _is_zombie(pid: int) -> bool:
