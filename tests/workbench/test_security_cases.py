@@ -1,7 +1,7 @@
-"""Acceptance 1 and 2 of the analyzer, through the real headless run: dangerous actions the
+"""Acceptance 1, 2 and 3 of the analyzer, through the real headless run: dangerous actions the
 scripted model calls LOW are all rejected under the default policy (`--on-confirm reject`),
 each with its reason, and none runs (marker files, decoys unchanged); everyday actions all run
-without asking."""
+without asking; `workbench policy check` says the same of every one of them."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from workbench.events import (
 )
 from workbench.headless import run_session
 from workbench.headless_output import HumanPrinter
+from workbench.policy_cli import check_call
 from workbench.session_log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -117,6 +118,11 @@ async def test_dangerous_actions_are_rejected_with_reasons_and_everyday_ones_run
         )
         assert config.security.confirmation == "risky"
         assert config.security.risk_threshold == "HIGH"
+        # What `workbench policy check` says of each call, before the run does it.
+        verdicts = {
+            call["id"]: check_call(config, call["name"], dict(call["arguments"]))
+            for call in [*dangerous, *everyday]
+        }
         summary = await run_session(config, "go", HumanPrinter(out, err))
     assert summary["status"] == "success", out.getvalue() + err.getvalue()
 
@@ -153,3 +159,13 @@ async def test_dangerous_actions_are_rejected_with_reasons_and_everyday_ones_run
     assert (ws / "cell.txt").exists() and (ws / "new_module.py").exists()
     assert "hello there" in (ws / "app.py").read_text()
     assert not (ws / "a.tmp").exists()
+
+    # `policy check` agrees with the run on every call: its risk, and ask (rejected) or run.
+    for call_id, verdict in verdicts.items():
+        action = actions[call_id]
+        if action.id in asked:
+            assert (verdict.decision, verdict.headless) == ("ask", "reject"), call_id
+            assert verdict.risk == asked[action.id].risk, call_id
+            assert "; ".join(verdict.reasons) in asked[action.id].reason, call_id
+        else:
+            assert verdict.decision == "run" and action.id in observed, call_id
