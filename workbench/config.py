@@ -340,7 +340,20 @@ def load_config(
     except ValidationError as exc:
         raise _explain(exc, sources) from None
     config._source_file = source_file
+    if config.security.examples:
+        _check_rule_examples(config, sources.get("security.examples", "config"))
     return config
+
+
+def _check_rule_examples(config: Config, source: str) -> None:
+    """A rule that fails its own examples is a config error naming it."""
+    from workbench.security.policy import example_errors
+
+    errors = example_errors(config.security)
+    if errors:
+        lines = [f"{source}: security.examples: {error}" for error in errors]
+        lines.append("Fix: correct the rule's pattern, or the example if the rule is right.")
+        raise ConfigError("\n".join(lines), source=source, key="security.examples")
 
 
 def require_model(config: Config) -> str:

@@ -200,9 +200,20 @@ class SecurityConfig(Section):
     """Rules for actions that run without asking (saved by "always allow" in the TUI): globs,
     optionally for one kind only ("run:git status*", "edit:/work/*", "ipython:*", "browse:*").
     A shell line runs without asking only if each command in it (split at ; && || | &) does."""
+    ask: list[str] = Field(default_factory=list)
+    """Rules for actions that are always asked about, whatever their risk (headless answers
+    with headless_on_confirm); on a shell line, any one command matching asks. Deny beats ask,
+    ask beats allow."""
     deny: list[str] = Field(default_factory=list)
     """Rules for actions that are always rejected; on a shell line, any one command matching
     rejects the line."""
+    examples: dict[str, list[str]] = Field(
+        default_factory=dict,
+        json_schema_extra={"allowed": 'a table of "RULE" = ["text", "!text"] lists'},
+    )
+    """Texts a rule must match, checked when the config loads, keyed by the rule as written in
+    allow, ask or deny; a text starting with "!" must not match. A rule that fails its own
+    examples is a config error. E.g. {"run:npm test*" = ["npm test -- -x", "!npm publish"]}."""
 
     @field_validator("risk_threshold", mode="before")
     @classmethod

@@ -4,7 +4,7 @@
 for IPython, `--tool browser --code ACTION`) parses the call as the model's would be parsed and
 prints the risk, each reason, the rule that decided and the decision under the current config:
 `run` (no one is asked), `ask` (a person is asked; headless answers with `--on-confirm`) or
-`reject` (a deny rule). `workbench policy rules [--json]` lists the allow and deny rules in
+`reject` (a deny rule). `workbench policy rules [--json]` lists the allow, ask and deny rules in
 effect and where each comes from (config file and line, environment variable, or flag).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from workbench import exit_codes
 
-RULE_KINDS = ("allow", "deny")
+RULE_KINDS = ("allow", "ask", "deny")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
@@ -174,3 +176,61 @@ def test_headless_decisions() -> None:
     reject = headless_decision("reject")
     assert not reject.approved and "--on-confirm reject" in reject.reason
     assert headless_decision("stop").verdict == "stop"
+
+
+def test_deny_beats_ask_beats_allow() -> None:
+    config = SecurityConfig(
+        allow=["run:git *", "run:ls*"], ask=["run:git push*"], deny=["run:git push --force*"]
+    )
+    ls = check(CmdRunAction(command="ls -la"), "LOW", config, WS)
+    assert (ls.needs_confirmation, ls.decision) == (False, None)
+    push = check(CmdRunAction(command="git push origin main"), "LOW", config, WS)
+    assert push.needs_confirmation and push.rule == "ask:run:git push*"
+    assert "matches the ask rule 'run:git push*'" in push.reason
+    chained = check(CmdRunAction(command="git status && git push"), "LOW", config, WS)
+    assert chained.needs_confirmation and chained.rule == "ask:run:git push*"
+    forced = check(CmdRunAction(command="git push --force"), "LOW", config, WS)
+    assert forced.decision is not None and not forced.decision.approved
+    assert forced.rule == "deny:run:git push --force*"
+    never = SecurityConfig(confirmation="never", ask=["edit:/etc/*"])
+    edit = check(FileEditAction(command="create", path="/etc/x", file_text=""), None, never, WS)
+    assert edit.needs_confirmation  # an ask rule asks even when the policy never would
+
+
+def test_rules_are_checked_against_their_own_examples() -> None:
+    from workbench.security.policy import example_errors
+
+    good = SecurityConfig(
+        allow=["run:npm test*"],
+        deny=["run:curl *"],
+        examples={
+            "run:npm test*": ["npm test", "npm test -- -x", "!npm publish", "!npm test; rm x"],
+            "run:curl *": ["curl x", "ls && curl -s http://a", "!wget x"],
+        },
+    )
+    assert example_errors(good) == []
+    bad = SecurityConfig(
+        allow=["run:npm test*"],
+        examples={"run:npm test*": ["npm run build"], "run:nowhere*": ["x"]},
+    )
+    assert example_errors(bad) == [
+        "allow rule 'run:npm test*' should match 'npm run build'",
+        "examples are given for 'run:nowhere*', which is in no allow, ask or deny",
+    ]
+
+
+def test_a_rule_failing_its_examples_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    from workbench.config import ConfigError, load_config
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[security]\nask = ["run:git push*"]\n'
+        '[security.examples]\n"run:git push*" = ["git push", "!git pull", "!git push -f"]\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    text = str(info.value)
+    assert "ask rule 'run:git push*' should not match 'git push -f'" in text
+    assert str(path) in text and "Fix:" in text
+    path.write_text(path.read_text().replace(', "!git push -f"', ""))
+    assert load_config(path, env={}).security.ask == ["run:git push*"]

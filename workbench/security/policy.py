@@ -1,7 +1,10 @@
 """When an action needs a person's yes, and what headless answers when nobody is there.
 
-Order: a `deny` rule rejects without asking; an `allow` rule runs without asking; otherwise
-`security.confirmation` decides ("always", "risky" at or above `risk_threshold`, "never").
+Order: a `deny` rule rejects without asking; an `ask` rule asks whatever the risk; an `allow`
+rule runs without asking; otherwise `security.confirmation` decides ("always", "risky" at or
+above `risk_threshold`, "never"). Deny beats ask beats allow. `security.examples` gives texts a
+rule must (or, with a leading "!", must not) match; `example_errors` checks them when the
+config loads.
 A rule is a glob on the action's text, optionally limited to one kind with a prefix:
 `run:git status*` (shell command), `edit:/work/*` (editor path), `ipython:*`, `browse:*`, or a
 run-time tool's name (matched against its arguments as sorted JSON). Each tool says what its
@@ -126,10 +129,12 @@ def _first(rules: Iterable[str], subject: RuleSubject) -> str | None:
 def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
     """The deny rule that matches `action`, or any one command of a shell line (commands
     inside `$( )`, backticks and `<( )` included)."""
-    rules = list(rules)
     subject = subject_of(action)
-    if subject is None:
-        return None
+    return None if subject is None else _any_command(list(rules), subject)
+
+
+def _any_command(rules: list[str], subject: RuleSubject) -> str | None:
+    """The first rule matching the whole text, or (shell) any one of its commands."""
     found = _first(rules, subject)
     if found is not None or not subject.shell:
         return found
@@ -146,10 +151,12 @@ def denied_by(rules: Iterable[str], action: AnyAction) -> str | None:
 def allowed_by(rules: Iterable[str], action: AnyAction) -> list[str]:
     """The allow rules that let `action` run without asking (one per command of a shell line
     where it takes several); empty when it is not allowed."""
-    rules = list(rules)
     subject = subject_of(action)
-    if subject is None:
-        return []
+    return [] if subject is None else _every_command(list(rules), subject)
+
+
+def _every_command(rules: list[str], subject: RuleSubject) -> list[str]:
+    """The rules covering the whole text, or (shell) each of its commands; empty if not."""
     if not subject.shell:
         found = _first(rules, subject)
         return [found] if found is not None else []
@@ -171,6 +178,31 @@ def allowed_by(rules: Iterable[str], action: AnyAction) -> list[str]:
     return list(dict.fromkeys(used))
 
 
+def example_errors(config: SecurityConfig) -> list[str]:
+    """Each way a rule fails its own examples (`security.examples`), as a sentence."""
+    decisions = {rule: kind for kind in ("allow", "ask", "deny") for rule in getattr(config, kind)}
+    errors: list[str] = []
+    for rule, texts in config.examples.items():
+        kind = decisions.get(rule)
+        if kind is None:
+            errors.append(f"examples are given for {rule!r}, which is in no allow, ask or deny")
+            continue
+        prefix, sep, _ = rule.partition(":")
+        rule_kind = prefix if sep and prefix in REGISTRY.rule_kinds() else "run"
+        shell = rule_kind in REGISTRY.shell_rule_kinds()
+        for text in texts:
+            wanted = not text.startswith("!")
+            subject = RuleSubject(rule_kind, text if wanted else text[1:], shell=shell)
+            if kind == "allow":
+                matched = bool(_every_command([rule], subject))
+            else:
+                matched = _any_command([rule], subject) is not None
+            if matched != wanted:
+                should = "match" if wanted else "not match"
+                errors.append(f"{kind} rule {rule!r} should {should} {subject.text!r}")
+    return errors
+
+
 def check(
     action: AnyAction, declared: RiskLevel | None, config: SecurityConfig, workspace: str
 ) -> PolicyCheck:
@@ -187,6 +219,10 @@ def check(
     if denied is not None:
         reject = Decision("reject", f"deny:{denied}", f"matches the deny rule {denied!r}")
         return PolicyCheck(risk, reason, False, reject.rule, reject)
+    asked = denied_by(config.ask, action)
+    if asked is not None:
+        why = f"matches the ask rule {asked!r}"
+        return PolicyCheck(risk, f"{reason}; {why}" if reason else why, True, f"ask:{asked}")
     policy = config.confirmation
     would_ask = policy == "always" or (policy == "risky" and at_least(risk, config.risk_threshold))
     allowed = allowed_by(config.allow, action)

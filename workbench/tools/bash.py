@@ -78,6 +78,7 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
     risk_required = True
     action_kinds = ("run",)
     rule_kind = "run"
+    rule_text_is_shell = True
     prompt_line = "`execute_bash`: one command at a time in a persistent bash shell."
     executor = "bash"
     pane = "shell"
@@ -135,7 +136,7 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
 
     def rule_subject(self, action: CmdRunAction) -> RuleSubject:
         """`run:` rules, judged command by command."""
-        return RuleSubject(self.rule_kind, action.command, shell=True)
+        return RuleSubject(self.rule_kind, action.command, shell=self.rule_text_is_shell)
 
     def assess(self, action: CmdRunAction, workspace: str) -> Assessment:
         """The command line's risk; typing into a running command is LOW."""

@@ -117,6 +117,10 @@ class ToolRegistry:
             raise LookupError(f"no tool answers with observations of kind {observation.kind!r}")
         return tool
 
+    def shell_rule_kinds(self) -> set[str]:
+        """The rule kinds whose text is a shell line (`run`)."""
+        return {tool.rule_kind for tool in self._tools if tool.rule_text_is_shell}
+
     def rule_kinds(self) -> set[str]:
         """The `kind:` prefixes allow and deny rules may use."""
         return {tool.rule_kind or tool.name for tool in self._tools if tool.rule_kind or tool.name}
