@@ -99,17 +99,6 @@ def _read_fd(fd: int) -> str:
     return token
 
 
-def make_undumpable() -> None:
-    """PR_SET_DUMPABLE 0: processes of this uid without CAP_SYS_PTRACE cannot read our memory,
-    environment or fds through /proc, nor ptrace us."""
-    if sys.platform != "linux":
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-
-
 def serve(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM/SIGINT (or stdin closing with --watch-stdin)."""
     import asyncio
@@ -118,7 +107,9 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr, format="sandbox %(levelname)s %(message)s"
     )
-    make_undumpable()
+    from sandbox.process_guard import make_undumpable
+
+    make_undumpable()  # first: nothing of the token may be readable through /proc
     token, generated = read_token(args.token_file, args.token_fd)
     if args.confine_agent:
         from sandbox import confine

@@ -82,8 +82,12 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
 
 def make_runtime(config: Config) -> Runtime:
     """The configured runtime for the configured workspace (not started)."""
+    from sandbox.process_guard import make_undumpable
     from sandbox.runtimes import create_runtime
 
+    # Before any agent process exists: an agent of our uid without CAP_SYS_PTRACE (no
+    # isolation, not root) must not read the LLM key from our memory or /proc/PID/environ.
+    make_undumpable()
     return create_runtime(config.sandbox.runtime, **runtime_options(config, workspace_of(config)))
 
 
