@@ -29,7 +29,12 @@ def bwrap_available() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
-    probe = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "true"]
+    # Nested, as the runtime uses it: a setuid bwrap (no unprivileged user namespaces) cannot
+    # start the inner one, and "auto" must then fall back rather than fail to start.
+    inner = [bwrap, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    inner += ["--unshare-pid", "--cap-drop", "ALL", "true"]
+    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
+    probe += inner
     try:
         done = subprocess.run(probe, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
