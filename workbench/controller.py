@@ -105,7 +105,9 @@ class Controller(EventHub):
         self.system = system_prompt(self.workspace, self.tools)
         self._tool_context = ToolContext(runtime, self.workspace)
         # The conversation sent to the LLM, grown with the events instead of remade each step.
-        self._messages = MessageBuilder(self.system, config.agent.max_observation_chars)
+        self._messages = MessageBuilder(
+            self.system, config.agent.max_observation_chars, scrub=session.scrub
+        )
         self.steps = 0
         """LLM calls in the current run (the number `max_iterations` limits)."""
         self.total_steps = 0

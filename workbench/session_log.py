@@ -154,6 +154,10 @@ class SessionLog:
         """The session's id (also the log's file name without `.jsonl`)."""
         return self.header.session_id
 
+    def scrub(self, text: str) -> str:
+        """`text` with this session's secrets masked (as every line of the log is)."""
+        return self._scrub(text)
+
     @property
     def payload_dir(self) -> Path:
         """The folder beside the log for large payloads (created on first use)."""

@@ -385,3 +385,14 @@ async def test_after_a_cd_in_the_shell_the_model_reads_where_the_kernel_is(tmp_p
     assert answer.splitlines()[0] == "42"
     assert f"[Jupyter current working directory: {h.workspace / 'sub'}]" in answer
     assert "[Jupyter Python interpreter: " in answer
+
+
+async def test_a_secret_in_an_observation_never_reaches_the_model(tmp_path: Path) -> None:
+    script = [bash("echo the key is $(cat leak.txt)"), finish()]
+    async with harness(tmp_path, script) as h:
+        (h.workspace / "leak.txt").write_text(KEY)
+        result = await h.controller.run("find the key")
+        assert result.status == "success"
+        sent = json.dumps(h.server.requests[1]["messages"])
+    assert KEY not in sent
+    assert "the key is ***" in sent

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any
 
@@ -81,8 +81,11 @@ class _Unpaired:
     its malformed calls wait in `deferred` until it closes.
     """
 
-    def __init__(self, system: str, max_observation_chars: int) -> None:
+    def __init__(
+        self, system: str, max_observation_chars: int, scrub: Callable[[str], str] = str
+    ) -> None:
         self.messages: list[Message] = [{"role": "system", "content": system}]
+        self._scrub = scrub
         self.assistant_at: list[int] = []  # where in `messages` each assistant message is
         self.group: Message | None = None  # the open assistant message collecting tool calls
         self.deferred: list[Message] = []
@@ -105,7 +108,8 @@ class _Unpaired:
                 self.deferred.append(_tool_result(event.tool_call_id, f"ERROR: {event.content}"))
         elif isinstance(event, ObservationEvent):
             self._close_group()
-            text = truncate_middle(observation_text(event.observation), self._limit)
+            # A secret the agent got hold of anyway never goes to the model.
+            text = self._scrub(truncate_middle(observation_text(event.observation), self._limit))
             self.messages.append(_tool_result(event.tool_call_id, text))
         elif isinstance(event, MessageEvent):
             self._close_group()
@@ -128,14 +132,17 @@ class _Unpaired:
 
 
 def build_messages(
-    system: str, events: Iterable[Event], max_observation_chars: int = 0
+    system: str,
+    events: Iterable[Event],
+    max_observation_chars: int = 0,
+    scrub: Callable[[str], str] = str,
 ) -> list[Message]:
     """The conversation for the next LLM call, from the system prompt and the events so far.
 
     `MessageBuilder` gives the same for a growing event list without going over the old events
     again (each event's text is made once).
     """
-    unpaired = _Unpaired(system, max_observation_chars)
+    unpaired = _Unpaired(system, max_observation_chars, scrub)
     for event in events:
         unpaired.add(event)
     return _pair_results(unpaired.closed())
@@ -150,13 +157,16 @@ class MessageBuilder:
     may change the messages it is given.
     """
 
-    def __init__(self, system: str, max_observation_chars: int = 0) -> None:
+    def __init__(
+        self, system: str, max_observation_chars: int = 0, scrub: Callable[[str], str] = str
+    ) -> None:
         self.system = system
         self.max_observation_chars = max_observation_chars
+        self.scrub = scrub
         self._reset()
 
     def _reset(self) -> None:
-        self._unpaired = _Unpaired(self.system, self.max_observation_chars)
+        self._unpaired = _Unpaired(self.system, self.max_observation_chars, self.scrub)
         self._taken = 0  # events taken so far
         self._last: Event | None = None  # the last of them, to tell the same list grown
         self._paired: list[Message] = []  # the paired messages before `_paired_to`
