@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.events import RiskLevel
+from workbench.security import command_risks as risks
 from workbench.security import commands as known
 from workbench.security import paths
 from workbench.security.risk import Findings, Judge
@@ -52,7 +53,7 @@ def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, dep
     if any(map(known.dumps_environment, words)) and any(map(known.uses_network, words)):
         scope.add("HIGH", "sends the environment, which holds secrets, over the network")
     for name, value in line.assignments:
-        if name in known.HOOK_VARIABLES:
+        if name in risks.HOOK_VARIABLES:
             scope.add("HIGH", f"makes the shell run code later, on its own ({name})")
             if name == "PROMPT_COMMAND":
                 _shell_text(value, name, scope)
@@ -112,7 +113,7 @@ def _command(words: list[str], command: Command, scope: _Scope) -> None:
     handler = _HANDLERS.get(base) or (_interpreter if known.interpreter(base) else None)
     if handler is not None:
         handler(base, args, command, scope)
-    for level, reason in known.simple_risks(base, args):
+    for level, reason in risks.simple_risks(base, args):
         scope.add(level, reason)
 
 
@@ -314,13 +315,13 @@ def _alias(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 
 def _git(base: str, args: list[str], command: Command, scope: _Scope) -> None:
-    for key, value in known.git_overrides(args):
+    for key, value in risks.git_overrides(args):
         scope.add("HIGH", f"makes git run a program (git -c {key})")
         _shell_text(value.removeprefix("!"), f"git -c {key}", scope)
     where = known.option_value(args, ("-C",))
     sub, rest = known.git_subcommand(args)
     if sub == "config" and where is None:
-        for level, reason in known.git_config_risks(rest):
+        for level, reason in risks.git_config_risks(rest):
             scope.add(level, reason)
 
 
