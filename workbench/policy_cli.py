@@ -109,7 +109,7 @@ def check_call(
 ) -> Verdict:
     """Judge one call as the controller would, without running it."""
     from workbench.agent.parse import parse_tool_call
-    from workbench.security.policy import assess, check, subject_of
+    from workbench.security.policy import check
     from workbench.session import workspace_of
     from workbench.tools.registry import REGISTRY
 
@@ -119,11 +119,7 @@ def check_call(
     parsed = parse_tool_call(tool, json.dumps(arguments), offered)
     workspace = str(workspace_of(config))
     verdict = check(parsed.action, parsed.security_risk, config.security, workspace)
-    if subject_of(parsed.action) is None:
-        return Verdict(tool, "LOW", [], verdict.rule, "run", None)
-    reasons = list(assess(parsed.action, workspace).reasons)
-    if parsed.security_risk not in (None, "LOW"):
-        reasons.insert(0, f"the agent declared {parsed.security_risk}")
+    reasons = list(verdict.reasons)
     decision = verdict.decision
     if decision is not None:
         outcome = "run" if decision.approved else "reject"

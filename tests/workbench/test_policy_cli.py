@@ -123,3 +123,11 @@ async def test_check_agrees_with_what_a_run_does(tmp_path: Path) -> None:
     markers = ["ran-ls", "ran-rm", "ran-sudo", "ran-make", "ran-curl", "ran-cell"]
     for marker, decision in zip(markers, expected, strict=True):
         assert (workspace / marker).exists() == (decision == "run"), marker
+
+
+def test_check_gives_the_reasons_the_run_would(tmp_path: Path) -> None:
+    config = make_config(tmp_path, "http://127.0.0.1:9/v1", tmp_path)
+    lower = check_call(config, "execute_bash", {"command": "rm -rf build"}, "MEDIUM")
+    assert lower.reasons == ["recursive forced delete (rm -rf)"]  # a lower claim adds nothing
+    higher = check_call(config, "execute_bash", {"command": "ls"}, "HIGH")
+    assert (higher.risk, higher.reasons) == ("HIGH", ["the agent declared HIGH"])

@@ -56,7 +56,8 @@ class PolicyCheck:
     """What the policy says about one action before anyone is asked."""
 
     risk: RiskLevel
-    reason: str
+    reasons: tuple[str, ...]
+    """Why: the analyzer's reasons, the risk the agent declared, an ask rule that matched."""
     needs_confirmation: bool
     rule: str
     """The rule or policy that decided, e.g. `deny:rm *` or `confirmation=risky (HIGH)`."""
@@ -64,16 +65,15 @@ class PolicyCheck:
     """Set when a rule decided without asking: a deny rule rejects; an allow rule approves an
     action that would otherwise have been asked about."""
 
+    @property
+    def reason(self) -> str:
+        """The reasons as one sentence."""
+        return "; ".join(self.reasons)
+
 
 def subject_of(action: AnyAction) -> RuleSubject | None:
     """What rules match for `action` (None for actions that run nothing)."""
     return REGISTRY.for_action(action).rule_subject(action)
-
-
-def action_text(action: AnyAction) -> tuple[str, str]:
-    """(kind, text) that rules match against; kind "" for actions that run nothing."""
-    subject = subject_of(action)
-    return (subject.kind, subject.text) if subject is not None else ("", "")
 
 
 def assess(action: AnyAction, workspace: str) -> Assessment:
@@ -96,12 +96,6 @@ def _literal(pattern: str) -> bool:
     return not any(c in _ESCAPED_GLOB.sub("", pattern) for c in "*?[")
 
 
-def rule_matches(rule: str, action: AnyAction) -> bool:
-    """True when the `[kind:]glob` rule matches the whole text of `action`."""
-    subject = subject_of(action)
-    return subject is not None and _matches(rule, subject)
-
-
 def _matches(rule: str, subject: RuleSubject) -> bool:
     pattern = _pattern(rule, subject.kind)
     return pattern is not None and fnmatchcase(subject.text.strip(), pattern)
@@ -114,12 +108,6 @@ def simple_commands(command: str) -> list[str] | None:
     if line.errors or line.substitutions:
         return None
     return [c.text for c in line.commands if c.words or c.redirects]
-
-
-def first_match(rules: Iterable[str], action: AnyAction) -> str | None:
-    """The first rule that matches `action` as a whole, if any."""
-    subject = subject_of(action)
-    return None if subject is None else _first(rules, subject)
 
 
 def _first(rules: Iterable[str], subject: RuleSubject) -> str | None:
@@ -208,21 +196,20 @@ def check(
 ) -> PolicyCheck:
     """Assess `action` (higher of declared and analysed risk) and decide whether to ask."""
     if subject_of(action) is None:
-        return PolicyCheck("LOW", "", False, "nothing runs")
+        return PolicyCheck("LOW", (), False, "nothing runs")
     found = assess(action, workspace)
     risk = higher(found.level, declared)
-    reasons = list(found.reasons)
+    reasons = found.reasons
     if declared is not None and at_least(declared, found.level) and declared != "LOW":
-        reasons.insert(0, f"the agent declared {declared}")
-    reason = "; ".join(reasons)
+        reasons = (f"the agent declared {declared}", *reasons)
     denied = denied_by(config.deny, action)
     if denied is not None:
         reject = Decision("reject", f"deny:{denied}", f"matches the deny rule {denied!r}")
-        return PolicyCheck(risk, reason, False, reject.rule, reject)
+        return PolicyCheck(risk, reasons, False, reject.rule, reject)
     asked = denied_by(config.ask, action)
     if asked is not None:
         why = f"matches the ask rule {asked!r}"
-        return PolicyCheck(risk, f"{reason}; {why}" if reason else why, True, f"ask:{asked}")
+        return PolicyCheck(risk, (*reasons, why), True, f"ask:{asked}")
     policy = config.confirmation
     would_ask = policy == "always" or (policy == "risky" and at_least(risk, config.risk_threshold))
     allowed = allowed_by(config.allow, action)
@@ -237,13 +224,13 @@ def check(
         # Recorded only where someone would have been asked: the log then says which rule
         # let a risky action through.
         approve = Decision("approve", rule, why) if would_ask else None
-        return PolicyCheck(risk, reason, False, rule, approve)
+        return PolicyCheck(risk, reasons, False, rule, approve)
     if policy == "always":
-        return PolicyCheck(risk, reason, True, "confirmation=always")
+        return PolicyCheck(risk, reasons, True, "confirmation=always")
     if would_ask:
         rule = f"confirmation=risky (risk {risk} >= {config.risk_threshold})"
-        return PolicyCheck(risk, reason, True, rule)
-    return PolicyCheck(risk, reason, False, f"confirmation={policy}")
+        return PolicyCheck(risk, reasons, True, rule)
+    return PolicyCheck(risk, reasons, False, f"confirmation={policy}")
 
 
 def headless_decision(verdict: Verdict) -> Decision:
