@@ -133,18 +133,18 @@ class ControllerBackend:
             self._notify("No model set: open Settings (ctrl+s) and set one.", "error")
             return
         self._starting = True
+        failure = "start-up failed"
         try:
             controller = await self._open(text)
         except Exception as exc:  # the session could not be opened: say so, keep the messages
-            self._give_back(self._early, f"the session could not be opened ({exc})")
+            controller, failure = None, f"the session could not be opened ({exc})"
             self._notify(f"The session could not be opened: {exc}", "error")
-            return
         finally:
             self._starting = False
-        if controller is None:
-            self._give_back(self._early, "start-up failed")
-            return
         early, self._early = self._early, []
+        if controller is None:
+            self._give_back(early, failure)
+            return
         self._start_run(controller, text)
         for message in early:  # read by the agent right after the task
             controller.send_message(message)
@@ -175,9 +175,8 @@ class ControllerBackend:
             return
         from workbench.tui.messages import QueuedMessagesReturned
 
-        returned, texts[:] = list(texts), []
         if self.app is not None:
-            self.app.post_message(QueuedMessagesReturned(returned, why))
+            self.app.post_message(QueuedMessagesReturned(texts, why))
 
     def _start_run(self, controller: Controller, task: str) -> None:
         self._run = asyncio.create_task(controller.run(task))
