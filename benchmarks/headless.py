@@ -322,7 +322,7 @@ async def _session(steps: int) -> dict[str, float]:
     from workbench.tools.registry import REGISTRY, schemas
 
     def primed_client(config: Any) -> _Timed:
-        prime_litellm(config.llm, schemas(REGISTRY.tools()))  # as the CLI's start-up does
+        prime_litellm(config.llm, schemas(REGISTRY.callable()))  # as the CLI's start-up does
         return _Timed(LLMClient(config.llm), "complete")
 
     load_litellm()

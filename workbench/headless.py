@@ -81,7 +81,7 @@ def _import_litellm_in_background(config: LLMConfig) -> asyncio.Future[None]:
         except BaseException as exc:
             error = exc
         else:
-            prime_litellm(config, schemas(REGISTRY.tools()))
+            prime_litellm(config, schemas(REGISTRY.callable()))
         with contextlib.suppress(RuntimeError):  # the loop may be closed by now
             loop.call_soon_threadsafe(_settle, done, error)
 

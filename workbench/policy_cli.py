@@ -113,10 +113,9 @@ def check_call(
     from workbench.session import workspace_of
     from workbench.tools.registry import REGISTRY
 
-    offered = [tool_ for tool_ in REGISTRY.tools() if tool_.name]
     if declared is not None:
         arguments = {**arguments, "security_risk": declared}
-    parsed = parse_tool_call(tool, json.dumps(arguments), offered)
+    parsed = parse_tool_call(tool, json.dumps(arguments), REGISTRY.callable())
     workspace = str(workspace_of(config))
     verdict = check(parsed.action, parsed.security_risk, config.security, workspace)
     reasons = list(verdict.reasons)

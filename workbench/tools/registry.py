@@ -85,16 +85,18 @@ class ToolRegistry:
         """Every registered tool, in offering order."""
         return list(self._tools)
 
+    def callable(self) -> list[AnyTool]:
+        """Every tool a model can call, whatever the config offers (not `set_env`)."""
+        return [tool for tool in self._tools if tool.name]
+
     def offered(self, config: Config, executors: Mapping[str, bool] | None = None) -> list[AnyTool]:
         """The tools to offer: enabled in `config`, and runnable by a sandbox whose executors
         are `executors` (a Docker image has no browser, for one)."""
         can = executors or {}
         return [
             tool
-            for tool in self._tools
-            if tool.name
-            and tool.enabled(config)
-            and (tool.executor is None or can.get(tool.executor, True))
+            for tool in self.callable()
+            if tool.enabled(config) and (tool.executor is None or can.get(tool.executor, True))
         ]
 
     def for_action(self, action: Any) -> AnyTool:
