@@ -16,6 +16,7 @@ host control. MEDIUM: package installs and discarding work in git. LOW: everythi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from workbench.security import paths
 from workbench.security.python_code import judge_python
@@ -61,19 +62,19 @@ class _Analysis:
 
 def analyze_command(command: str, workspace: str) -> Assessment:
     """Assess one shell command line."""
-    findings = Findings()
-    try:
-        _Analysis(workspace).shell(command, findings, 0)
-    except RecursionError:
-        findings.add("HIGH", _TOO_DEEP)
-    return findings.assessment()
+    return _assess(lambda findings: _Analysis(workspace).shell(command, findings, 0))
 
 
 def analyze_python(code: str, workspace: str) -> Assessment:
     """Assess an IPython cell: Python, `!` shell lines and magics."""
+    return _assess(lambda findings: _Analysis(workspace).python(code, findings, 0))
+
+
+def _assess(judge: Callable[[Findings], None]) -> Assessment:
+    """Run one judgement; nesting too deep to follow is HIGH, not a crash."""
     findings = Findings()
     try:
-        _Analysis(workspace).python(code, findings, 0)
+        judge(findings)
     except RecursionError:
         findings.add("HIGH", _TOO_DEEP)
     return findings.assessment()
