@@ -1,10 +1,13 @@
 """Load the configuration: defaults < config file < environment < command-line overrides.
 
-`load_config()` reads the TOML file with tomlkit, maps the environment names OpenHands users
-already know (`LLM_MODEL`, `SANDBOX_VOLUMES`, ...) plus `WORKBENCH_<SECTION>_<KEY>` for every
-key, applies dotted overrides from the command line and validates the result. Every mistake
-becomes a `ConfigError` naming where it came from (file or variable), the key, what is allowed
-and how to fix it. `save_setting()` writes one key back, keeping the file's comments.
+`load_config()` reads the TOML file with tomlkit, adds the project's rules
+(`<workspace>/.workbench/config.toml`, which may hold only `security.allow|ask|deny|examples`;
+its lists are added to the others', never replacing them), maps the environment names
+OpenHands users already know (`LLM_MODEL`, `SANDBOX_VOLUMES`, ...) plus
+`WORKBENCH_<SECTION>_<KEY>` for every key, applies dotted overrides from the command line and
+validates the result. Every mistake becomes a `ConfigError` naming where it came from (file or
+variable), the key, what is allowed and how to fix it. `save_setting()` writes one key back and
+`add_to_list()` appends to a list, both keeping the file's comments.
 The schema itself is in `workbench/config_schema.py`.
 """
 
@@ -45,10 +48,12 @@ __all__ = [
     "SecurityConfig",
     "SessionConfig",
     "UIConfig",
+    "add_to_list",
     "allowed_text",
     "env_names",
     "known_keys",
     "load_config",
+    "project_config_file",
     "require_model",
     "save_setting",
 ]
@@ -65,6 +70,11 @@ COMPAT_ENV: dict[str, str] = {
     "LOG_ALL_EVENTS": "log_all_events",
 }
 ENV_PREFIX = "WORKBENCH_"
+PROJECT_CONFIG = Path(".workbench") / "config.toml"
+"""The project's own config file, under the workspace."""
+PROJECT_KEYS = ("security.allow", "security.ask", "security.deny", "security.examples")
+"""What a project's config may set: rules only. A repository someone cloned must not choose
+the model, its endpoint, the sandbox's isolation or the confirmation policy."""
 SANDBOX_ENV_PREFIX = "SANDBOX_ENV_"
 
 
@@ -324,6 +334,7 @@ def load_config(
         env_flat["sandbox.env"] = {**flat["sandbox.env"], **env_flat["sandbox.env"]}
     flat.update(env_flat)
     sources.update(env_sources)
+    project_file = _add_project_layer(flat, sources, overrides or {})
     for key, value in (overrides or {}).items():
         if value is None:
             continue  # an option that was not given
@@ -340,9 +351,48 @@ def load_config(
     except ValidationError as exc:
         raise _explain(exc, sources) from None
     config._source_file = source_file
+    config._project_file = project_file
     if config.security.examples:
         _check_rule_examples(config, sources.get("security.examples", "config"))
     return config
+
+
+def project_config_file(workspace: Path) -> Path:
+    """The project's config file in `workspace` (it need not exist)."""
+    return workspace / PROJECT_CONFIG
+
+
+def _add_project_layer(
+    flat: dict[str, Any], sources: dict[str, str], overrides: Mapping[str, Any]
+) -> Path | None:
+    """Add the rules of the workspace's project config to `flat`; the file, if one was read."""
+    workspace = overrides.get("sandbox.workspace") or flat.get("sandbox.workspace") or os.getcwd()
+    try:
+        path = project_config_file(Path(str(workspace)).expanduser().resolve())
+        if not path.is_file():
+            return None
+    except OSError:
+        return None
+    where = f"project config file {path}"
+    layer = _flatten(_read_file(path), where)
+    for key, value in layer.items():
+        if key not in PROJECT_KEYS:
+            raise ConfigError(
+                f"{where}: '{key}' cannot be set by a project; a project's config holds rules "
+                f"only ({', '.join(PROJECT_KEYS)}). Fix: move it to your own config file "
+                f"({paths.default_config_file()}) or remove it.",
+                source=where,
+                key=key,
+            )
+        if key == "security.examples" and isinstance(value, Mapping):
+            merged: Any = {**flat.get(key, {}), **value}
+        elif isinstance(value, list):
+            merged = [*flat.get(key, []), *(v for v in value if v not in flat.get(key, []))]
+        else:
+            merged = value  # not a list: validation names the file and the key
+        flat[key] = merged
+        sources[key] = where if key not in sources else f"{sources[key]} and {where}"
+    return path
 
 
 def _check_rule_examples(config: Config, source: str) -> None:
@@ -406,6 +456,43 @@ def save_setting(path: Path, dotted_key: str, value: Any) -> None:
         table = table[section]
     table[leaf] = node
     _write_private(target, document.as_string())
+
+
+def add_to_list(path: Path, dotted_key: str, item: str) -> bool:
+    """Append `item` to the list `dotted_key` of the TOML file at `path` (created if missing),
+    keeping its comments, those inside the list too; False when it was there already."""
+    if dotted_key not in _KEYS:
+        raise ConfigError(f"cannot save '{dotted_key}': unknown key.", key=dotted_key)
+    target = Path(path).expanduser().resolve()
+    where = f"config file {target}"
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    try:
+        document = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(
+            f"{where}: not valid TOML ({exc}); not changed. Fix that line first.", source=where
+        ) from None
+    *sections, leaf = dotted_key.split(".")
+    table: Any = document
+    for section in sections:
+        if section not in table:
+            table[section] = tomlkit.table()
+        table = table[section]
+    if leaf not in table:
+        table[leaf] = tomlkit.array()
+    current = table[leaf]
+    if not isinstance(current, list):
+        raise ConfigError(
+            f"{where}: '{dotted_key}' is not a list; not changed. Fix: make it a list of "
+            'strings, e.g. allow = ["run:git status*"].',
+            source=where,
+            key=dotted_key,
+        )
+    if item in current:
+        return False
+    current.append(item)
+    _write_private(target, document.as_string())
+    return True
 
 
 def _write_private(target: Path, text: str) -> None:

@@ -249,11 +249,17 @@ class Config(Section):
     ui: UIConfig = Field(default_factory=UIConfig)
 
     _source_file: Path | None = PrivateAttr(default=None)
+    _project_file: Path | None = PrivateAttr(default=None)
 
     @property
     def source_file(self) -> Path | None:
         """The config file this was loaded from, if one was read."""
         return self._source_file
+
+    @property
+    def project_file(self) -> Path | None:
+        """The project's config file whose rules were added, if one was read."""
+        return self._project_file
 
     def redacted_dict(self) -> dict[str, Any]:
         """The config as plain data with every secret (and every sandbox env value) masked."""

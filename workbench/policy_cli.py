@@ -130,23 +130,31 @@ def check_call(
 
 
 def rule_sources(config: Any, env: dict[str, str] | None = None) -> list[RuleSource]:
-    """The allow and deny rules in effect and where each was set."""
+    """The allow, ask and deny rules in effect and where each was set."""
     from workbench.config import env_names
 
     env = dict(os.environ) if env is None else env
-    file = config.source_file
-    lines = file.read_text(encoding="utf-8").splitlines() if file and file.is_file() else []
+    project, user = (_lines(config.project_file), _lines(config.source_file))
     found: list[RuleSource] = []
     for kind in RULE_KINDS:
         variables = [name for name in env_names(f"security.{kind}") if name in env]
         for rule in getattr(config.security, kind):
-            if variables:
+            # A project's rules are added after every other layer's; the environment replaces
+            # the user's file.
+            if (line := _line_of(project, rule)) is not None:
+                found.append(RuleSource(kind, rule, str(config.project_file), line))
+            elif variables:
                 found.append(RuleSource(kind, rule, f"environment {variables[0]}"))
-                continue
-            line = _line_of(lines, rule)
-            source = str(file) if line is not None else "command line or defaults"
-            found.append(RuleSource(kind, rule, source, line))
+            elif (line := _line_of(user, rule)) is not None:
+                found.append(RuleSource(kind, rule, str(config.source_file), line))
+            else:
+                found.append(RuleSource(kind, rule, "command line or defaults"))
     return found
+
+
+def _lines(file: Path | None) -> list[str]:
+    """The lines of a config file, or none when there is no such file."""
+    return file.read_text(encoding="utf-8").splitlines() if file and file.is_file() else []
 
 
 def _line_of(lines: list[str], rule: str) -> int | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench import paths
+from workbench.config import PROJECT_CONFIG
 from workbench.config_schema import Config
 from workbench.session_log import (
     LoadedSession,
@@ -72,6 +73,8 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
     if box.runtime == "local":
         options |= {"isolation": box.local.isolation, "network": box.local.network}
+        # The project's rules decide what runs without asking: the agent must not edit them.
+        options |= {"read_only": [str(PROJECT_CONFIG.parent)]}
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}

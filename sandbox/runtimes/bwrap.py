@@ -46,11 +46,15 @@ def bwrap_available() -> str | None:
 
 
 def bwrap_command(
-    workspace: Path, writable: Sequence[Path] = (), readable: Sequence[Path] = ()
+    workspace: Path,
+    writable: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
     """The `bwrap ...` prefix that runs a command with only `workspace` (and `writable`) writable.
 
-    `readable` adds folders the command needs to read (the Python installation, the package).
+    `readable` adds folders the command needs to read (the Python installation, the package);
+    `read_only` makes those of its folders inside the workspace that exist unchangeable.
     """
     why = bwrap_available()
     if why is not None:
@@ -80,6 +84,9 @@ def bwrap_command(
         args += ["--ro-bind", str(path), str(path)]
     for path in _outermost([workspace, *writable]):
         args += ["--bind", str(path), str(path)]
+    for path in read_only:
+        if path.is_dir() and not path.is_symlink():
+            args += ["--ro-bind", str(path), str(path)]
     home = "/tmp/home"
     args += ["--dir", home, "--setenv", "HOME", home, "--chdir", str(workspace)]
     return args

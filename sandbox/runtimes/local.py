@@ -59,6 +59,7 @@ class LocalRuntime(ServerRuntime):
         startup_timeout_s: float = 30.0,
         disable: Sequence[str] = (),
         warm_up: bool = True,
+        read_only: Sequence[str] = (),
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -74,6 +75,9 @@ class LocalRuntime(ServerRuntime):
         self.startup_timeout_s = startup_timeout_s
         self.disable = tuple(disable)
         self.warm_up = warm_up
+        self.read_only = tuple(read_only)
+        """Folders of the workspace (relative paths) that the agent can read but not change,
+        with isolation on, where they exist (the app's own rules)."""
         self.session_id = secrets.token_hex(8)
         self._tmp = Path(tempfile.mkdtemp(prefix="sandbox-local-"))
         self.artifacts = artifacts or self._tmp / "artifacts"
@@ -231,7 +235,10 @@ class LocalRuntime(ServerRuntime):
         readable = [Path(sys.prefix), Path(sys.base_prefix), _PACKAGE_ROOT]
         readable.append(Path(sys.executable).resolve().parent)
         return bwrap_command(
-            self.workspace, writable=[self._tmp, self.artifacts], readable=readable
+            self.workspace,
+            writable=[self._tmp, self.artifacts],
+            readable=readable,
+            read_only=[self.workspace / name for name in self.read_only],
         )
 
     def _log_tail(self, lines: int = 20) -> str:

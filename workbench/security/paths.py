@@ -29,6 +29,7 @@ _PERSISTENCE = re.compile(
     r"|ld\.so\.preload|sudoers|passwd|group|shadow|ssh/|pam\.d|gitconfig|xdg/autostart)"
     r"|^/(usr/lib|lib|usr/local/lib)/systemd/|^/var/spool/cron"
     r"|(^|/)\.git/hooks(/|$)|(^|/)\.git/config$|(^|/)\.husky/"
+    r"|(^|/)\.workbench(/|$)|^~/\.config/workbench(/|$)"  # our own rules: what runs unasked
 )
 
 
@@ -102,6 +103,7 @@ _PERSISTENCE_SAMPLES = (
     ".git/hooks/pre-commit",
     "~/.gitconfig",
     "/etc/profile",
+    ".workbench/config.toml",
 )
 
 

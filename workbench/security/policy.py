@@ -17,7 +17,8 @@ backticks and `<( )` too; as written or after quote removal, so `r''m -rf ~` is 
 rejects the line; allow rules let it through only when every command is allowed, so
 `run:git status*` does not let a chained command ride along. A line with a substitution, or
 with a part that does not parse, is allowed only by a rule without wildcards that matches it
-exactly (what "always allow" saves)."""
+exactly. A rule with wildcards never approves an action the analyzer rates HIGH: only a rule
+naming the exact text does (what the TUI's "always allow" offers is in `allow_rules.py`)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,12 @@ def _pattern(rule: str, kind: str) -> str | None:
 
 def _literal(pattern: str) -> bool:
     return not any(c in _ESCAPED_GLOB.sub("", pattern) for c in "*?[")
+
+
+def _literal_rule(rule: str) -> bool:
+    """True for a rule without wildcards (it matches one text only)."""
+    prefix, sep, pattern = rule.partition(":")
+    return _literal(pattern if sep and prefix in REGISTRY.rule_kinds() else rule)
 
 
 def _matches(rule: str, subject: RuleSubject) -> bool:
@@ -213,6 +220,18 @@ def check(
     policy = config.confirmation
     would_ask = policy == "always" or (policy == "risky" and at_least(risk, config.risk_threshold))
     allowed = allowed_by(config.allow, action)
+    if allowed and found.level == "HIGH" and not all(map(_literal_rule, allowed)):
+        # A pattern says "actions like this one"; it does not vouch for one the analyzer finds
+        # dangerous (`run:npm test*` must not let `npm test > ~/.bashrc` through).
+        exact = allowed_by(list(filter(_literal_rule, config.allow)), action)
+        if not exact:
+            names = ", ".join(repr(rule) for rule in allowed if not _literal_rule(rule))
+            why = (
+                f"the allow rule {names} is a pattern, and a pattern does not approve a "
+                "HIGH-risk action"
+            )
+            reasons = (*reasons, why)
+        allowed = exact
     if allowed:
         rule = ", ".join(f"allow:{name}" for name in allowed)
         names = ", ".join(map(repr, allowed))

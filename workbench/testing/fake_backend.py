@@ -6,17 +6,26 @@ name, as the real backend serves screenshots from the session folder.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workbench.tui.backend import AppPort, Backend
+    from workbench.tui.backend import AllowOffer, AppPort, Backend
 
 
 class FakeBackend:
     """Records tasks, answers, shell input and control calls; serves `artifacts`."""
 
-    def __init__(self, artifacts: dict[str, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        artifacts: dict[str, bytes] | None = None,
+        offers: dict[int, AllowOffer] | None = None,
+    ) -> None:
         self.app: AppPort | None = None
+        self.offers = dict(offers or {})
+        """What "always allow" offers, by the cause of the request."""
+        self.saved_rules: list[tuple[tuple[str, ...], Path | None]] = []
         self.artifacts = dict(artifacts or {})
         self.sent: list[str] = []
         self.answers: list[str] = []
@@ -36,9 +45,21 @@ class FakeBackend:
         """Keep the task or message."""
         self.sent.append(text)
 
-    async def answer(self, cause: int, answer: str) -> None:
-        """Keep the answer."""
+    async def answer(
+        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+    ) -> None:
+        """Keep the answer (and the rules "always" saves, with their file)."""
         self.answers.append(answer)
+        if answer == "always":
+            self.saved_rules.append((tuple(rules), target))
+
+    def allow_offer(self, cause: int) -> AllowOffer | None:
+        """The offer given for `cause`, if any."""
+        return self.offers.get(cause)
+
+    def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
+        """An empty rule list is the one mistake it knows."""
+        return [] if any(rule.strip() for rule in rules) else ["give at least one rule"]
 
     async def shell_input(self, text: str) -> None:
         """Keep what was typed into the shell."""

@@ -365,10 +365,44 @@ class WorkbenchApp(App[int]):
         self._background(self.backend.submit(message.text), "submit")
 
     def on_confirmation_answered(self, message: ConfirmationAnswered) -> None:
-        """Pass the answer to the controller."""
+        """Pass the answer to the controller; "always" first shows the rules it would save."""
+        if message.answer == "always":
+            self._offer_allow_rules(message.cause)
+            return
         self.query_one(PromptInput).focus()
         if self.backend is not None:
             self._background(self.backend.answer(message.cause, message.answer), "answer")
+
+    def _offer_allow_rules(self, cause: int) -> None:
+        """Show the rules "always allow" proposes; saved, they answer the panel's request."""
+        from workbench.tui.screens.allow_rule import AllowChoice, AllowRuleScreen
+
+        panel = self.query_one(ConfirmPanel)
+        backend = self.backend
+        offer = backend.allow_offer(cause) if backend is not None else None
+        if backend is None or offer is None:
+            return
+        if not offer.rules:
+            self.notify(
+                f"No rule offered: {offer.refused}. Press y to approve this action once.",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
+            return
+
+        def chosen(choice: AllowChoice | None) -> None:
+            if choice is None or panel.request is None or panel.request.cause != cause:
+                if panel.request is not None:
+                    panel.focus()
+                return
+            panel.hide()
+            self.query_one(PromptInput).focus()
+            work = backend.answer(cause, "always", choice.rules, choice.target)
+            self._background(work, "answer")
+
+        screen = AllowRuleScreen(offer, lambda rules: backend.allow_rule_errors(cause, rules))
+        self.push_screen(screen, chosen)
 
     def on_shell_input_submitted(self, message: ShellInputSubmitted) -> None:
         """Text or a key for the running command."""

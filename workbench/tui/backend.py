@@ -5,9 +5,26 @@ which a backend reports back. `bridge.ControllerBackend` is the real backend;
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from sandbox.protocol import CommandFinished, OutputChunk
+
+
+@dataclass(frozen=True)
+class AllowOffer:
+    """What "always allow" offers for a waiting action: rules to edit and where to save them."""
+
+    action: str
+    """The action, as rules see it (a command line, a path, ...)."""
+    rules: tuple[str, ...]
+    """The proposed rules, one per line in the editor; empty when `refused`."""
+    refused: str
+    """Why no rule is offered (a HIGH-risk action is approved one at a time); empty if offered."""
+    targets: tuple[tuple[str, Path], ...]
+    """Where a rule can be saved, as (what it means, config file); the first is the default."""
 
 
 class AppPort(Protocol):
@@ -43,8 +60,17 @@ class Backend(Protocol):
     async def submit(self, text: str) -> None:
         """Start a task with `text`, or queue it as a message if one is running or starting."""
 
-    async def answer(self, cause: int, answer: str) -> None:
-        """Answer the confirmation request about action `cause`."""
+    async def answer(
+        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+    ) -> None:
+        """Answer the confirmation request about action `cause`; with "always", `rules` are
+        saved to the config file `target` and applied from this action on."""
+
+    def allow_offer(self, cause: int) -> AllowOffer | None:
+        """The rules "always allow" proposes for the waiting action `cause` (None: none waits)."""
+
+    def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
+        """What is wrong with `rules` as edited for action `cause` (empty: they are fine)."""
 
     async def shell_input(self, text: str) -> None:
         """Send text or a key (`C-c`) to the running shell command."""

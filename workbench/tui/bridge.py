@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,23 +26,12 @@ if TYPE_CHECKING:
     from workbench.controller import Controller
     from workbench.security.policy import Decision
     from workbench.session_log import SessionLog
-    from workbench.tui.backend import AppPort
+    from workbench.tui.backend import AllowOffer, AppPort
 
 log = logging.getLogger(__name__)
 
 IMPORT_SWITCH_INTERVAL_S = 0.0005
 """Python's GIL switch interval while litellm imports in a thread (the default is 5 ms)."""
-
-
-def allow_rule(action_event: ActionEvent) -> str | None:
-    """An allow rule that matches exactly this action (glob characters escaped)."""
-    from workbench.security.policy import subject_of
-
-    subject = subject_of(action_event.action)
-    if subject is None:
-        return None
-    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in subject.text.strip())
-    return f"{subject.kind}:{escaped}"
 
 
 class ControllerBackend:
@@ -62,7 +52,9 @@ class ControllerBackend:
         """A task is waiting for start-up or for its session; later messages queue for it."""
         self._early: list[str] = []
         """Messages sent while `_starting`: they go to the agent right after the task."""
-        self._pending: dict[int, asyncio.Future[str]] = {}
+        self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None]]] = {}
+        self._waiting: dict[int, ActionEvent] = {}
+        """The actions whose confirmation is pending, by their id."""
 
     # ------------------------------------------------------------------ start-up
 
@@ -251,40 +243,90 @@ class ControllerBackend:
     async def _confirm(self, action: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
         from workbench.security.policy import Decision
 
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[str, tuple[str, ...], Path | None]] = loop.create_future()
         self._pending[request.cause] = future
+        self._waiting[request.cause] = action
         try:
-            answer = await future
+            answer, rules, target = await future
         finally:
             self._pending.pop(request.cause, None)
+            self._waiting.pop(request.cause, None)
         if answer == "reject":
             return Decision("reject", "user", "rejected in the TUI")
-        if answer == "always":
-            rule = allow_rule(action)
-            if rule is not None:
-                self._save_allow_rule(rule)
-                return Decision("approve", f"allow:{rule}", "always allowed in the TUI")
+        if answer == "always" and rules:
+            self._add_allow_rules(rules, target)
+            names = ", ".join(f"allow:{rule}" for rule in rules)
+            return Decision("approve", names, "always allowed in the TUI")
         return Decision("approve", "user", "approved in the TUI")
 
-    def _save_allow_rule(self, rule: str) -> None:
-        from workbench.config import ConfigError, save_setting
+    def _workspace(self) -> str:
+        """The workspace as the policy sees it (the sandbox's path)."""
+        from workbench.session import workspace_of
+
+        if self.controller is not None:
+            return self.controller.workspace
+        return str(workspace_of(self.config))
+
+    def allow_offer(self, cause: int) -> AllowOffer | None:
+        """The rules "always allow" proposes for the waiting action, and where they can go."""
+        from workbench.config import project_config_file
+        from workbench.paths import default_config_file
+        from workbench.security.allow_rules import propose
+        from workbench.security.policy import subject_of
+        from workbench.session import workspace_of
+        from workbench.tui.backend import AllowOffer
+
+        waiting = self._waiting.get(cause)
+        if waiting is None:
+            return None
+        proposal = propose(waiting.action, self.config.security, self._workspace())
+        subject = subject_of(waiting.action)
+        user_file = self.config_path or self.config.source_file or default_config_file()
+        targets = (
+            ("this project", project_config_file(workspace_of(self.config))),
+            ("you, in every project", user_file),
+        )
+        text = subject.text if subject is not None else ""
+        return AllowOffer(text, proposal.rules, proposal.refused, targets)
+
+    def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
+        """What is wrong with rules edited for the waiting action `cause`."""
+        from workbench.security.allow_rules import rule_errors
+
+        waiting = self._waiting.get(cause)
+        if waiting is None:
+            return ["the action is no longer waiting"]
+        if not rules:
+            return ["give at least one rule, or press escape to go back"]
+        return rule_errors(list(rules), waiting.action, self.config.security, self._workspace())
+
+    def _add_allow_rules(self, rules: Sequence[str], target: Path | None) -> None:
+        """Apply `rules` from now on and save them to `target` (the user's file by default)."""
+        from workbench.config import ConfigError, add_to_list
         from workbench.paths import default_config_file
 
-        rules = [*self.config.security.allow, rule]
-        self.config.security.allow = rules
-        path = self.config_path or self.config.source_file or default_config_file()
+        current = self.config.security.allow
+        self.config.security.allow = [*current, *(rule for rule in rules if rule not in current)]
+        path = target or self.config_path or self.config.source_file or default_config_file()
         try:
-            save_setting(path, "security.allow", rules)
+            for rule in rules:
+                add_to_list(path, "security.allow", rule)
         except (ConfigError, OSError) as exc:
-            self._notify(f"Allowed for this session only; saving failed: {exc}", "warning")
+            failed = f"Allowed for this session only; saving to {path} failed: {exc}"
+            self._notify(failed, "warning")
         else:
-            self._notify(f"Saved allow rule {rule!r} to {path}")
+            listed = ", ".join(map(repr, rules))
+            self._notify(f"Saved allow rule{'s' if len(rules) > 1 else ''} {listed} to {path}")
 
-    async def answer(self, cause: int, answer: str) -> None:
-        """The person answered the confirmation about action `cause`."""
+    async def answer(
+        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+    ) -> None:
+        """The person answered the confirmation about action `cause` (with "always": the
+        rules to save, and the file)."""
         future = self._pending.get(cause)
         if future is not None and not future.done():
-            future.set_result(answer)
+            future.set_result((answer, tuple(rules), target))
 
     # ------------------------------------------------------------------ the shell and files
 
@@ -325,7 +367,7 @@ class ControllerBackend:
             self.controller.stop()
         for future in self._pending.values():
             if not future.done():
-                future.set_result("reject")
+                future.set_result(("reject", (), None))
 
     async def new_session(self) -> None:
         """End the current session; the next task opens a new log."""

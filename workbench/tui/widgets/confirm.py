@@ -1,5 +1,6 @@
 """The confirmation panel: the action waiting for an answer, its risk and why; y approves,
-n rejects, a approves and always allows actions like it (saved as a rule by the controller).
+n rejects, a approves and always allows actions like it: the app then shows the rules it would
+save (`AllowRuleScreen`), and the panel stays until they are saved or the screen is closed.
 
 It takes the focus when it appears, unless someone is typing in the input box: their next
 letters must not answer it (an "a" would save an allow rule). It then says how to reach it, and
@@ -33,6 +34,7 @@ class ConfirmPanel(Vertical, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.request: ConfirmationRequestEvent | None = None
+        self.action: ActionEvent | None = None
         self.pygments = "monokai"
 
     def compose(self) -> ComposeResult:
@@ -50,6 +52,7 @@ class ConfirmPanel(Vertical, can_focus=True):
     ) -> None:
         """Show `request` (about `action`); take the focus unless told not to."""
         self.request = request
+        self.action = action
         tool = action.tool_name if action is not None else "action"
         title = Text.assemble(
             ("Confirm ", "bold"),
@@ -96,7 +99,8 @@ class ConfirmPanel(Vertical, can_focus=True):
         if self.request is None:
             return
         cause = self.request.cause
-        self.hide()
+        if answer != "always":  # "always" first shows the rules; the app hides the panel
+            self.hide()
         self.post_message(ConfirmationAnswered(cause, answer))
 
 

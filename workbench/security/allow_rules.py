@@ -1,0 +1,235 @@
+"""What "always allow" proposes for an approved action: general rules, never a blank cheque.
+
+A shell line gets one rule per command it runs that no allow rule covers yet, each as general
+as is safe: `npm test -- -x` gives `run:npm test*` (the tool and its subcommand),
+`python3 tools/gen.py --fast` gives `run:python3 tools/gen.py*` (an interpreter and its script),
+`ls -la src` gives `run:ls*`. Commands whose everyday use changes or removes things (`rm`, `mv`,
+`chmod`, `kill`, ...), shells, wrappers and network tools get a rule for exactly that command.
+An editor action gets its folder (`edit:/ws/src/*`), a browser visit its site, other tools the
+exact text. An action the analyzer rates HIGH gets no rule at all: it is approved one at a time.
+The person may edit the rules; `rule_errors` says what is wrong with an edited one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from workbench.config_schema import SecurityConfig
+from workbench.events import AnyAction
+from workbench.security.paths import inside
+from workbench.security.policy import allowed_by, assess, subject_of
+from workbench.security.shell import DYNAMIC, Command, parse
+from workbench.tools.registry import REGISTRY
+
+SUBCOMMAND_TOOLS = frozenset(
+    {
+        "apt",
+        "brew",
+        "bun",
+        "cargo",
+        "composer",
+        "conda",
+        "deno",
+        "docker",
+        "dotnet",
+        "gem",
+        "git",
+        "go",
+        "gradle",
+        "helm",
+        "just",
+        "kubectl",
+        "make",
+        "mvn",
+        "npm",
+        "pip",
+        "pip3",
+        "pnpm",
+        "poetry",
+        "rustup",
+        "terraform",
+        "tox",
+        "uv",
+        "yarn",
+    }
+)
+"""Tools whose first argument names what they do (`git commit`, `npm test`)."""
+INTERPRETERS = frozenset({"node", "perl", "php", "python", "python3", "ruby", "Rscript"})
+"""A script's path says what runs; code given inline does not."""
+EXACT_ONLY = frozenset(
+    {
+        ".",
+        "bash",
+        "builtin",
+        "chgrp",
+        "chmod",
+        "chown",
+        "command",
+        "curl",
+        "dash",
+        "dd",
+        "doas",
+        "env",
+        "eval",
+        "exec",
+        "fish",
+        "kill",
+        "killall",
+        "ksh",
+        "ln",
+        "mv",
+        "nc",
+        "ncat",
+        "nice",
+        "nohup",
+        "pkill",
+        "rm",
+        "rmdir",
+        "rsync",
+        "scp",
+        "sh",
+        "shred",
+        "source",
+        "ssh",
+        "su",
+        "sudo",
+        "time",
+        "timeout",
+        "truncate",
+        "wget",
+        "xargs",
+        "zsh",
+    }
+)
+"""Commands whose general pattern would allow far more than what was approved."""
+
+_GLOB = re.compile(r"[*?\[]")
+_NEEDS_QUOTES = re.compile(r"""[\s'"\\$`;&|<>(){}#~]""")
+
+
+@dataclass(frozen=True)
+class AllowProposal:
+    """The rules "always allow" offers for one action, or why it offers none."""
+
+    rules: tuple[str, ...]
+    refused: str = ""
+    """Why no rule is offered (the action is HIGH risk, ...); empty when rules are offered."""
+
+
+def escape(text: str) -> str:
+    """`text` as a glob that matches only itself."""
+    return _GLOB.sub(lambda found: f"[{found.group()}]", text)
+
+
+def propose(action: AnyAction, config: SecurityConfig, workspace: str) -> AllowProposal:
+    """The allow rules that would let `action`, and actions like it, run without asking."""
+    subject = subject_of(action)
+    if subject is None:
+        return AllowProposal((), "this action runs nothing, so it needs no rule")
+    found = assess(action, workspace)
+    if found.level == "HIGH":
+        why = "; ".join(found.reasons) or "HIGH risk"
+        return AllowProposal((), f"HIGH-risk actions are approved one at a time ({why})")
+    exact = f"{subject.kind}:{escape(subject.text.strip())}"
+    if subject.shell:
+        general = _shell_rules(subject.text, config)
+    else:
+        general = [_tool_rule(subject.kind, subject.text.strip(), workspace) or exact]
+    for rules in (general, [exact]):
+        if rules and allowed_by([*config.allow, *rules], action):
+            return AllowProposal(tuple(dict.fromkeys(rules)))
+    return AllowProposal((), "no rule can describe this action safely")
+
+
+def rule_errors(
+    rules: list[str], action: AnyAction, config: SecurityConfig, workspace: str
+) -> list[str]:
+    """What is wrong with rules a person edited for `action`, as sentences (empty: none)."""
+    errors: list[str] = []
+    kinds = REGISTRY.rule_kinds()
+    for rule in rules:
+        kind, sep, pattern = rule.partition(":")
+        if not sep or kind not in kinds:
+            errors.append(
+                f"{rule!r} names no kind of action: start it with one of "
+                + ", ".join(f"{name}:" for name in sorted(kinds))
+            )
+        elif not pattern.strip() or all(char in "*?" for char in pattern.strip()):
+            errors.append(
+                f"{rule!r} would allow every {kind} action; set security.confirmation "
+                '= "never" instead if that is what you want'
+            )
+    if not errors and not allowed_by([*config.allow, *rules], action):
+        errors.append("these rules do not match the action being approved")
+    if not errors and assess(action, workspace).level == "HIGH":
+        errors.append("HIGH-risk actions are approved one at a time")
+    return errors
+
+
+def _shell_rules(line: str, config: SecurityConfig) -> list[str]:
+    """A rule for each command of `line` that no allow rule covers yet."""
+    parsed = parse(line)
+    if parsed.errors or parsed.substitutions:
+        return []
+    rules: list[str] = []
+    for command in parsed.commands:
+        if not command.words and not command.redirects:
+            continue
+        if allowed_by_text(config.allow, command.text):
+            continue
+        rules.append("run:" + _command_pattern(command))
+    return rules
+
+
+def allowed_by_text(rules: list[str], text: str) -> bool:
+    """True when a `run:` (or kind-less) rule matches the command `text`."""
+    for rule in rules:
+        kind, sep, pattern = rule.partition(":")
+        if sep and kind in REGISTRY.rule_kinds():
+            if kind != "run":
+                continue
+        else:
+            pattern = rule
+        if fnmatchcase(text.strip(), pattern.strip()):
+            return True
+    return False
+
+
+def _command_pattern(command: Command) -> str:
+    """The pattern for one simple command: its name and what says what it does, then `*`."""
+    words = command.words
+    exact = escape(command.text.strip())
+    if not words or command.redirects or any(DYNAMIC in word for word in words):
+        return exact
+    name = posixpath.basename(words[0])
+    if name in EXACT_ONLY:
+        return exact
+    rest = words[1:]
+    head = [words[0]]
+    if name in SUBCOMMAND_TOOLS and rest and not rest[0].startswith("-"):
+        head.append(rest[0])
+    elif name in INTERPRETERS:
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            head += rest[:2]
+        elif rest and not rest[0].startswith("-"):
+            head.append(rest[0])
+        else:
+            return exact  # inline code (-c, -e) or nothing to tell it by
+    if any(_NEEDS_QUOTES.search(word) for word in head):
+        return exact
+    return escape(" ".join(head)) + "*"
+
+
+def _tool_rule(kind: str, text: str, workspace: str) -> str | None:
+    """A general rule for an editor path or a browser visit; None where only exact is safe."""
+    if kind == "edit" and text.startswith("/") and inside(text, workspace):
+        folder = posixpath.dirname(posixpath.normpath(text))
+        return f"edit:{escape(folder.rstrip('/'))}/*"
+    if kind == "browse":
+        visit = re.match(r"""goto\(\s*['"]https?://[^/'"\s]+""", text)
+        if visit:  # the site, then a path or the closing quote: never a longer host name
+            return f"browse:{escape(visit.group())}[/\"']*"
+    return None
