@@ -48,8 +48,13 @@ def start_time(pid: int) -> str | None:
 
 
 def owner_alive(pid: int, started: str) -> bool:
-    """Whether process `pid` is still the one that started at `started`."""
-    return start_time(pid) == started
+    """Whether process `pid` is still the one that started at `started` (a zombie is dead)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return False
+    return len(fields) > 19 and fields[0] != b"Z" and fields[19].decode() == started
 
 
 def _pid_namespace() -> int:
