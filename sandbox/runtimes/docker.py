@@ -422,9 +422,11 @@ def _agent_ids(user_id: int | None) -> tuple[int | None, int | None]:
 
 
 def _close_quietly(stream: Any) -> None:
-    if stream is not None:
-        with contextlib.suppress(OSError):
-            stream.close()
+    """Close an attach socket: the SDK hands a `SocketIO` whose socket lives on beneath it."""
+    for part in (stream, getattr(stream, "_sock", None)):
+        if part is not None:
+            with contextlib.suppress(OSError):
+                part.close()
 
 
 def _logs_tail(container: Any, lines: int = 15) -> str:
