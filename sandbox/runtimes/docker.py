@@ -1,10 +1,13 @@
 """`DockerRuntime`: the sandbox server in a Docker container, reached over a port on 127.0.0.1.
 
 The image comes from `docker_image.ensure_image` (built once, offline, tagged by content). The
-container mounts the workspace at /workspace plus `SANDBOX_VOLUMES`, runs the server as the
-host user (files the agent creates belong to you, not root), and is removed on close or kept
-running for the next session (`keep_alive`, found again by name). `ServerRuntime` restarts a
-container that died. The docker SDK is blocking: its calls run in a worker thread.
+container mounts the workspace at /workspace plus `SANDBOX_VOLUMES` and runs the agent as the
+host user (files the agent creates belong to you, not root), apart from the server, which keeps
+root as its real uid so the agent can neither signal nor read it (`docker_entry.py`,
+`sandbox/confine.py`). It is removed on close, stops by itself when this process dies (a stdin
+lifeline), or is kept running for the next session (`keep_alive`, found again by name).
+`ServerRuntime` restarts a container that died. The docker SDK is blocking: its calls run in a
+worker thread.
 """
 
 from __future__ import annotations
@@ -227,6 +230,7 @@ class DockerRuntime(ServerRuntime):
                         _put_token(found, token)  # the entry point consumed the last one
                         found.start()
                         found.reload()
+                    self.warning = self._root_warning()
                     return found, token
                 _remove(found)
         else:
