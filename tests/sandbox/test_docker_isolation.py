@@ -181,3 +181,13 @@ async def test_user_id_0_runs_the_agent_as_root_and_says_so(
     await runtime.execute(CmdRunAction(command=f"kill -9 {server}", timeout=30))
     await runtime.info()
     assert runtime.restarts == 1  # the server died and was replaced
+
+
+async def test_a_root_app_on_a_root_owned_workspace_runs_a_root_agent_with_a_warning(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    if os.getuid() != 0:
+        pytest.skip("the default for a root app; others run the agent as themselves")
+    runtime = await make_runtime(workspace=tmp_path / "roots")
+    assert runtime.warning is not None and "root" in runtime.warning
+    assert (await sh(runtime, "id -u")).content.split() == ["0"]
