@@ -28,6 +28,7 @@ from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
+from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
 from sandbox.runtimes.docker_image import (
     DEFAULT_BASE_IMAGE,
     DEFAULT_IMAGE_PREFIX,
@@ -173,7 +174,9 @@ class DockerRuntime(ServerRuntime):
                     ) from None
         self._container = container
         self.container_name = str(container.name)
-        return await self._connect(container, token)
+        client = await self._connect(container, token)
+        self.warning = await asyncio.to_thread(self._root_warning, container)
+        return client
 
     async def _terminate(self) -> None:
         container, self._container = self._container, None
@@ -230,7 +233,6 @@ class DockerRuntime(ServerRuntime):
                         _put_token(found, token)  # the entry point consumed the last one
                         found.start()
                         found.reload()
-                    self.warning = self._root_warning()
                     return found, token
                 _remove(found)
         else:
@@ -257,7 +259,6 @@ class DockerRuntime(ServerRuntime):
         # server starts (docker_entry.py), not as SANDBOX_TOKEN: /proc/PID/environ of the
         # container's init would show it to an agent of the same uid for the container's life.
         # The label lets a later session reattach; only the host's Docker sees labels.
-        self.warning = self._root_warning()
         environment = {
             **self.env,
             "SANDBOX_USER_ID": "workspace" if self.user_id is None else str(self.user_id),
@@ -321,14 +322,16 @@ class DockerRuntime(ServerRuntime):
         _close_quietly(old)
         self._lifeline = container.attach_socket(params={"stdin": 1, "stream": 1})
 
-    def _root_warning(self) -> str | None:
-        """The warning when the agent will run as root in the container, else None."""
-        uid = self.user_id
-        if uid is None and not in_container():
-            with contextlib.suppress(OSError):
-                uid = Path(self.workspace).stat().st_uid
-        if uid != 0:
-            return None  # an unknown owner (app in a container): the entry point warns
+    def _root_warning(self, container: Any) -> str | None:
+        """The warning when the agent runs as root in `container` (which has started), else
+        None. Without a configured uid the entry point decided, and its log says so."""
+        if self.user_id is None:
+            logs = container.logs(stdout=False, stderr=True, tail=50)
+            as_root = ROOT_AGENT_WARNING.encode() in logs
+        else:
+            as_root = self.user_id == 0
+        if not as_root:
+            return None
         return (
             "The Docker sandbox runs the agent as root (sandbox.user_id / SANDBOX_USER_ID is 0 "
             "or the workspace belongs to root): it can signal the sandbox server and write "

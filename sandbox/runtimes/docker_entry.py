@@ -23,6 +23,11 @@ from pathlib import Path
 
 WORKSPACE = Path("/workspace")
 TOKEN_FILE = Path("/.sandbox-token")
+ROOT_AGENT_WARNING = (
+    "WARNING: the agent runs as root in this container and can signal the sandbox server; "
+    "set SANDBOX_USER_ID to a non-root uid to keep it apart."
+)
+"""Printed on stderr when the agent is root; the runtime looks for it in the logs."""
 
 
 def _ensure_group(gid: int) -> None:
@@ -142,11 +147,7 @@ def main(argv: list[str]) -> None:
     elif os.getuid() == 0:
         Path("/root").mkdir(exist_ok=True)
         os.environ.setdefault("HOME", "/root")
-        print(
-            "sandbox: WARNING: the agent runs as root in this container and can signal the "
-            "sandbox server; set SANDBOX_USER_ID to a non-root uid to keep it apart.",
-            file=sys.stderr,
-        )
+        print(f"sandbox: {ROOT_AGENT_WARNING}", file=sys.stderr)
     elif not os.access(os.environ.get("HOME") or "/", os.W_OK):
         # Started as a non-root uid with no home (Kubernetes runAsUser): make one in /tmp.
         home = Path(f"/tmp/home-{os.getuid()}")
