@@ -2,7 +2,8 @@
 
 An "app" here is a real Python process that starts a runtime the way workbench does, has the
 agent start a command that tries to outlive it (`setsid nohup sleep ...`), says it is ready and
-waits. The test SIGKILLs it, so nothing of its own cleanup runs, then starts a new session.
+waits. The test SIGKILLs it, so nothing of its own cleanup runs, then starts a new session. The last
+test does the same with the real `workbench --headless` against the scripted LLM server.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +24,12 @@ from typing import Any
 import docker.errors
 import pytest
 from docker_support import BASE_IMAGE, MakeRuntime, docker_api, make_runtime, sandbox_image
+from headless_harness import bash, cli_env, finish, run_cli
 
 from sandbox.runtimes import leftovers
+from sandbox.runtimes.docker import LABEL
 from sandbox.runtimes.local import LocalRuntime
+from workbench.testing.llm_server import ScriptedLLMServer
 
 __all__ = ["docker_api", "make_runtime", "sandbox_image"]  # fixtures, used by name
 
@@ -180,3 +185,70 @@ def test_only_dead_owners_are_leftovers(tmp_path: Path) -> None:
     unowned = tmp_path / f"{leftovers.LOCAL_PREFIX}being-made"
     unowned.mkdir()
     assert leftovers.sweep_folders(tmp_path) == [] and mine.exists() and unowned.exists()
+
+
+# ------------------------------------------------------------------ the real app, headless
+
+
+def owned_by(pid: int) -> tuple[list[Path], list[str]]:
+    """The temp folders and sandbox containers whose recorded owner is `pid`."""
+    folders = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{leftovers.LOCAL_PREFIX}*"):
+        try:
+            if json.loads((folder / leftovers.OWNER_FILE).read_text())["pid"] == pid:
+                folders.append(folder)
+        except (OSError, ValueError, KeyError):
+            continue
+    containers = []
+    if os.path.exists("/var/run/docker.sock"):
+        import docker
+
+        client = docker.from_env()
+        for container in client.containers.list(all=True, filters={"label": LABEL}):
+            owner = container.labels.get(f"{LABEL}.owner", "").split(":")
+            if len(owner) >= 3 and owner[2] == str(pid):
+                containers.append(str(container.name))
+        client.close()
+    return folders, containers
+
+
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_sigkilled_headless_run_leaves_nothing_after_the_next_run(
+    runtime: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if runtime == "docker":
+        request.getfixturevalue("sandbox_image")
+    marker = f"{9000 + secrets.randbelow(999)}.{secrets.randbelow(10**6)}"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    extra = {"RUNTIME": runtime, "WORKBENCH_SANDBOX_DOCKER_BASE_IMAGE": BASE_IMAGE}
+    script = [bash(f"setsid nohup sleep {marker} >/dev/null 2>&1 & sleep {marker}"), finish()]
+    with ScriptedLLMServer(script) as server:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "WORKBENCH_"))},
+            **cli_env(tmp_path, server.base_url, **extra),
+        }
+        app = subprocess.Popen(
+            [sys.executable, "-m", "workbench", "--headless", "-t", "sleep"],
+            env=env,
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert wait_for(lambda: len(marker_processes(marker)) >= 2, 120), "never ran"
+            folders, containers = owned_by(app.pid)
+            assert folders if runtime == "local" else containers
+        finally:
+            app.send_signal(signal.SIGKILL)
+            app.wait()
+    if runtime == "docker":  # its container stops with the app, before any new session
+        assert wait_for(lambda: marker_processes(marker) == [], 20)
+    with ScriptedLLMServer([finish()]) as server:  # the next session, on the local runtime
+        env.update(LLM_BASE_URL=server.base_url, RUNTIME="local")
+        done = run_cli(["--headless", "-t", "nothing"], env, workspace, timeout=300)
+    assert done.returncode == 0, done.stderr
+    # The sweep of a local start runs beside it: give it a moment after the run.
+    assert wait_for(lambda: owned_by(app.pid) == ([], []), 30), owned_by(app.pid)
+    assert marker_processes(marker) == []
