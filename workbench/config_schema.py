@@ -155,7 +155,8 @@ class SandboxConfig(Section):
     )
     """Extra mounts for the docker runtime; SANDBOX_VOLUMES gives them comma-separated."""
     user_id: int = Field(default=-1, ge=-1)
-    """The uid commands run as in a container; -1: your own."""
+    """The uid the agent runs as in a container (0: root, which can signal the server); -1:
+    your own, or when you are root the workspace owner's."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables set in the sandbox (also from SANDBOX_ENV_<NAME> variables)."""
     soft_timeout_s: float = Field(default=DEFAULT_SOFT_TIMEOUT_S, gt=0)

@@ -105,8 +105,9 @@ async def start_runtime(runtime: Runtime) -> Runtime:
 
 
 def runtime_warning(runtime: Runtime) -> str | None:
-    """Why a started runtime is less isolated than configured (local "auto" without bwrap)."""
-    warning = getattr(runtime, "warning", None)  # only the local runtime has one
+    """Why a started runtime is less isolated than it could be (local "auto" without bwrap, a
+    Docker agent running as root)."""
+    warning = getattr(runtime, "warning", None)  # the local and Docker runtimes have one
     return warning if isinstance(warning, str) and warning else None
 
 
