@@ -1,0 +1,259 @@
+"""`workbench replay`: sessions recorded by real headless runs (scripted LLM server, real local
+sandbox), then watched, re-run in a real local sandbox, and continued with a live (scripted)
+model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from headless_harness import bash, cli_env, create, finish, json_lines, run_cli
+
+from workbench.agent.messages import build_messages
+from workbench.events import ActionEvent
+from workbench.replay.normalise import normalise
+from workbench.replay.recording import ReplayError, load_recording, resolve, step_numbers
+from workbench.replay.rerun import move_paths
+from workbench.session_log import read
+from workbench.testing.llm_server import ScriptedLLMServer
+
+
+def record(tmp_path: Path, workspace: Path, script: list[dict[str, Any]], task: str) -> Any:
+    """Run `script` headless with --json; returns (process, its JSON lines)."""
+    with ScriptedLLMServer(script) as server:
+        env = cli_env(tmp_path, server.base_url)
+        proc = run_cli(["--headless", "--json", "-t", task], env, cwd=workspace)
+    return proc, json_lines(proc.stdout)
+
+
+def replay(tmp_path: Path, *args: str, cwd: Path | None = None, **env: str) -> Any:
+    """Run `workbench replay ARGS` as a subprocess (no LLM reachable)."""
+    environment = cli_env(tmp_path, "http://127.0.0.1:9", **env)
+    return run_cli(["replay", *args], environment, cwd=cwd or tmp_path, timeout=120)
+
+
+def read_script(workspace: Path) -> list[dict[str, Any]]:
+    """Read data.txt, write and run a script, finish."""
+    return [
+        bash("cat data.txt"),
+        create(workspace / "hi.sh", "#!/bin/bash\necho hi from $(pwd)\n"),
+        bash("bash hi.sh && date && sleep 0.1 & wait"),
+        finish("done"),
+    ]
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> tuple[Path, list[dict[str, Any]], Path]:
+    """A session recorded headless with --json: (workspace, printed lines, log path)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "data.txt").write_text("alpha\nbeta\n")
+    pristine = tmp_path / "pristine"
+    shutil.copytree(workspace, pristine)
+    proc, lines = record(tmp_path, workspace, read_script(workspace), "read data, run hi.sh")
+    assert proc.returncode == 0, proc.stderr
+    return workspace, lines, Path(lines[-1]["log"])
+
+
+def test_watch_json_prints_what_the_live_run_printed(
+    tmp_path: Path, recorded: tuple[Path, list[dict[str, Any]], Path]
+) -> None:
+    workspace, live, log = recorded
+    session_id = live[0]["session_id"]
+    proc = replay(tmp_path, "--json", session_id[:12])  # a unique prefix
+    assert proc.returncode == 0, proc.stderr
+    watched = json_lines(proc.stdout)
+    assert [line for line in watched if line["type"] == "event"] == [
+        line for line in live if line["type"] == "event"
+    ]
+    assert watched[0] == live[0]
+    ignore = {"duration_s"}
+    assert {k: v for k, v in watched[-1].items() if k not in ignore} == {
+        k: v for k, v in live[-1].items() if k not in ignore
+    }
+    # by path, human output, a range of steps
+    proc = replay(tmp_path, "--headless", str(log), "--from", "2", "--to", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "[2] edit create" in proc.stdout and "cat data.txt" not in proc.stdout
+    assert "== success" in proc.stdout.splitlines()[-1]
+
+
+def test_rerun_unchanged_matches_then_a_changed_file_differs(
+    tmp_path: Path, recorded: tuple[Path, list[dict[str, Any]], Path]
+) -> None:
+    _, _, log = recorded
+    again = tmp_path / "again"
+    shutil.copytree(tmp_path / "pristine", again)
+    proc = replay(tmp_path, "--rerun", "--json", str(log), "--workspace", str(again))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = json_lines(proc.stdout)
+    assert [line["type"] for line in lines] == ["start", "summary"]
+    summary = lines[-1]
+    assert summary["status"] == "success" and summary["differences"] == 0
+    assert summary["compared"] == 3 and summary["skipped"] == 1  # finish is not run
+    assert (again / "hi.sh").read_text() == "#!/bin/bash\necho hi from $(pwd)\n"
+
+    changed = tmp_path / "changed"
+    shutil.copytree(tmp_path / "pristine", changed)
+    (changed / "data.txt").write_text("alpha\nGAMMA\n")
+    proc = replay(tmp_path, "--rerun", "--json", str(log), "--workspace", str(changed))
+    assert proc.returncode == 11, proc.stdout + proc.stderr
+    lines = json_lines(proc.stdout)
+    differences = [line for line in lines if line["type"] == "difference"]
+    assert len(differences) == 1
+    assert differences[0]["step"] == 1 and "beta" in differences[0]["recorded"]
+    assert "GAMMA" in differences[0]["new"]
+    assert lines[-1]["first_difference_step"] == 1 and lines[-1]["exit_code"] == 11
+
+    human = tmp_path / "human"
+    shutil.copytree(changed, human)
+    (human / "hi.sh").unlink()
+    proc = replay(tmp_path, "--rerun", str(log), "--workspace", str(human))
+    assert proc.returncode == 11
+    assert "[1] $ cat data.txt\n    ✗ differs from the recording:" in proc.stdout
+    assert "      -beta" in proc.stdout and "      +GAMMA" in proc.stdout
+    assert "the first at step 1" in proc.stdout.splitlines()[-1]
+
+
+def test_rerun_in_a_new_temporary_workspace_moves_the_paths(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = [
+        create(workspace / "hi.sh", "echo hi from $(pwd)\n"),
+        bash(f"bash {workspace}/hi.sh; echo $$ > /tmp/x-$$; ls {workspace}"),
+        finish(),
+    ]
+    proc, lines = record(tmp_path, workspace, script, "hi")
+    assert proc.returncode == 0, proc.stderr
+    proc = replay(tmp_path, "--rerun", "--json", lines[-1]["log"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json_lines(proc.stdout)[-1]
+    assert summary["differences"] == 0 and summary["compared"] == 2
+    new_workspace = Path(summary["workspace"])
+    assert new_workspace != workspace and (new_workspace / "hi.sh").is_file()
+    shutil.rmtree(new_workspace)
+
+
+def test_unknown_session_and_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
+    proc = replay(tmp_path, "--json", "nosuchsession")
+    assert proc.returncode == 2
+    assert "no saved session matches 'nosuchsession'" in proc.stderr
+    assert "workbench sessions" in proc.stderr
+    not_a_log = tmp_path / "notes.jsonl"
+    not_a_log.write_text("hello\n")
+    proc = replay(tmp_path, "--headless", str(not_a_log))
+    assert proc.returncode == 2 and "not a session header" in proc.stderr
+    for args, words in (
+        (["--from", "0"], "--from counts steps from 1"),
+        (["--from", "3", "--to", "2"], "--to 2 comes before --from 3"),
+        (["--speed", "0"], "--speed must be more than 0"),
+        (["--rerun", "--workspace", str(tmp_path / "missing")], "no such directory"),
+    ):
+        proc = replay(tmp_path, "--headless", str(not_a_log), *args)
+        assert proc.returncode == 2 and words in proc.stderr, (args, proc.stderr)
+
+
+def test_resolve_by_prefix_refuses_an_ambiguous_one(tmp_path: Path) -> None:
+    for name in ("20260101-000000-aaaaaa", "20260101-000000-aaaabb"):
+        (tmp_path / f"{name}.jsonl").write_text("{}\n")
+    assert resolve("20260101-000000-aaaaa", tmp_path).name == "20260101-000000-aaaaaa.jsonl"
+    with pytest.raises(ReplayError, match="matches 2 sessions"):
+        resolve("20260101-000000-aaaa", tmp_path)
+    with pytest.raises(ReplayError, match="no saved session"):
+        resolve("2027", tmp_path)
+
+
+def test_normalise_masks_what_always_differs() -> None:
+    one = normalise(
+        "/home/a/ws/x ok at 2026-11-23T22:38:53.123Z, Mon Nov 23 22:38:53 UTC 2026\n"
+        "real\t0m0.003s took 12 ms, pid 4242, /tmp/tmpab12cd/f\n[1] 31337",
+        ["/home/a/ws"],
+    )
+    two = normalise(
+        "/tmp/r/x ok at 2026-11-24T01:02:03Z, Tue Nov 24 01:02:03 UTC 2026\n"
+        "real\t0m1.250s took 3 ms, pid 17, /tmp/tmpzz99yy/f\n[1] 5",
+        ["/tmp/r"],
+    )
+    assert one == two
+    assert "<workspace>/x" in one and "<pid>" in one
+    assert normalise("exit code 1") != normalise("exit code 2")
+    assert normalise("beta") != normalise("GAMMA")
+
+
+def test_move_paths_moves_whole_path_components_only() -> None:
+    text = "cat /w/ws/a /w/ws2/b /w/ws"
+    assert move_paths(text, "/w/ws", "/new") == "cat /new/a /w/ws2/b /new"
+    assert move_paths("cd /workspace && ls", "/workspace", "/t/x") == "cd /t/x && ls"
+
+
+def test_steps_follow_llm_calls(recorded: tuple[Path, list[dict[str, Any]], Path]) -> None:
+    _, _, log = recorded
+    loaded = load_recording(log)
+    steps = step_numbers(loaded.events)
+    actions = [s for e, s in zip(loaded.events, steps, strict=True) if isinstance(e, ActionEvent)]
+    assert actions == [1, 2, 3, 4]
+    assert steps[0] == 0  # the task comes before the first step
+
+
+def test_continue_from_sends_exactly_the_history_up_to_step_n(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = [bash("echo one"), bash("echo two > two.txt && cat two.txt"), bash("echo three")]
+    proc, lines = record(tmp_path, workspace, [*script, finish()], "count to three")
+    assert proc.returncode == 0, proc.stderr
+    parent = read(Path(lines[-1]["log"]))
+    with ScriptedLLMServer([finish("continued")]) as server:
+        env = cli_env(tmp_path, server.base_url)
+        proc = run_cli(
+            ["replay", parent.header.session_id, "--continue-from", "2", "--json",
+             "--workspace", str(workspace)],
+            env,
+            cwd=tmp_path,
+        )
+        requests = list(server.requests)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json_lines(proc.stdout)
+    assert out[-1]["status"] == "success" and out[-1]["parent"] == parent.header.session_id
+    # the history: the recorded events up to the end of step 2 (its observation)
+    cut = next(
+        i for i, e in enumerate(parent.events) if e.kind == "llm_call" and e.id > 3 and
+        sum(1 for x in parent.events[:i] if x.kind == "llm_call") == 2
+    )
+    expected = build_messages("system", parent.events[:cut])
+    sent = requests[0]["messages"]
+    assert sent[1:] == expected[1:]
+    assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "assistant", "tool"]
+    child = read(Path(out[-1]["log"]))
+    assert child.header.model_extra is not None
+    assert child.header.model_extra["parent"]["session_id"] == parent.header.session_id
+    assert child.header.model_extra["parent"]["step"] == 2
+    assert child.events[-1].kind == "state" and child.events[-1].state == "finished"
+
+
+def test_export_openhands_round_trip(
+    tmp_path: Path, recorded: tuple[Path, list[dict[str, Any]], Path]
+) -> None:
+    from workbench.replay.openhands import export_openhands
+
+    workspace, _, log = recorded
+    out = tmp_path / "trajectory.json"
+    count = export_openhands(log, out)
+    items = json.loads(out.read_text())
+    assert len(items) == count > 0
+    kinds = [item.get("action") or item.get("observation") for item in items]
+    assert kinds[:2] == ["agent_state_changed", "message"] or "message" in kinds
+    run = next(item for item in items if item.get("observation") == "run")
+    assert run["extras"]["metadata"]["exit_code"] == 0 and run["content"] == "alpha\nbeta\n"
+    edit = next(item for item in items if item.get("action") == "edit")
+    assert edit["args"]["path"] == "/workspace/hi.sh" and edit["args"]["command"] == "create"
+    assert all(str(workspace) not in json.dumps(item) for item in items if "action" in item)
+    back = load_recording(out)
+    assert back.format == "openhands" and not back.notes
+    ours = load_recording(log)
+    mine = [e.action for e in ours.events if isinstance(e, ActionEvent)]
+    theirs = [e.action for e in back.events if isinstance(e, ActionEvent)]
+    assert [a.kind for a in theirs] == [a.kind for a in mine]
+    assert theirs[1].path == "/workspace/hi.sh"  # type: ignore[union-attr]
