@@ -59,8 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--headless", action="store_true", help="print instead of the TUI")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--from", dest="first", type=int, default=1, metavar="N",
-                        help="the first step shown or compared (default 1)")
+    parser.add_argument(
+        "--from",
+        dest="first",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the first step shown or compared (default 1)",
+    )
     parser.add_argument("--to", dest="last", type=int, metavar="N", help="the last step")
     parser.add_argument(
         "--speed",
@@ -170,7 +176,9 @@ def _watch(recording: Recording, config: Config, args: argparse.Namespace) -> in
     try:
         watch(recording, _printer(config, args.json), args.first, args.last, args.speed)
     except BrokenPipeError:  # `| head`: the reader has what it wanted
-        sys.stdout = None  # type: ignore[assignment]  # no flush error at exit
+        import os  # the Python docs' way: no flush error when the interpreter exits
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return exit_codes.SUCCESS
 
 

@@ -18,9 +18,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:/private)?(?:/var)?/(?:tmp|folders)/[^\s'\"`:,;)\]}]*"), "<tmp>"),
     # ISO and common date-times, then a bare clock time
     (
-        re.compile(
-            r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
-        ),
+        re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"),
         "<time>",
     ),
     (
@@ -35,9 +33,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # durations: 0m0.003s (time), 1.5s, 12 ms, 3 seconds, 00:00:01 is a time already
     (re.compile(r"\b\d+m\d+(?:\.\d+)?s\b"), "<duration>"),
     (
-        re.compile(
-            r"\b\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|min|mins|minutes?)\b"
-        ),
+        re.compile(r"\b\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|min|mins|minutes?)\b"),
         "<duration>",
     ),
     # pids: "pid 123", "PID=123", a background job's "[1] 12345"
@@ -48,9 +44,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 def normalise(text: str, workspaces: Iterable[str] = ()) -> str:
     """`text` with the workspace paths and what always differs between runs masked."""
-    for path in sorted({p.rstrip("/") for p in workspaces if p and p.rstrip("/")}, key=len)[
-        ::-1
-    ]:
+    for path in sorted({p.rstrip("/") for p in workspaces if p and p.rstrip("/")}, key=len)[::-1]:
         text = text.replace(path, "<workspace>")
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)

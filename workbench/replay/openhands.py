@@ -304,7 +304,9 @@ def _write_action(args: dict[str, Any], item: dict[str, Any]) -> FileEditAction:
 def _finish_action(args: dict[str, Any], item: dict[str, Any]) -> FinishAction:
     message = args.get("final_thought") or args.get("message") or item.get("message") or ""
     completed = str(args.get("task_completed", "true")).lower()
-    return FinishAction(message=str(message), outcome="gave_up" if completed == "false" else "success")
+    return FinishAction(
+        message=str(message), outcome="gave_up" if completed == "false" else "success"
+    )
 
 
 _ACTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any]], AnyAction]] = {

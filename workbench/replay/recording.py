@@ -152,6 +152,6 @@ def recorded_outcome(events: list[Event]) -> tuple[Status, str]:
         if isinstance(event, StateChangedEvent) and event.state in ("finished", "error", "stopped"):
             status, _, reason = event.reason.partition(": ")
             if status in EXIT_CODES:
-                return status, reason  # type: ignore[return-value]
+                return status, reason
             return ("success" if event.state == "finished" else "interrupted"), event.reason
     return "interrupted", "the recording ends before the run did"

@@ -23,9 +23,7 @@ class RerunReport:
 
     def start(self, info: dict[str, Any]) -> None:
         """Which recording re-runs where."""
-        self.printer.line(
-            f"re-running {info['session_id']} ({info['log']}) in {info['workspace']}"
-        )
+        self.printer.line(f"re-running {info['session_id']} ({info['log']}) in {info['workspace']}")
 
     def step(self, result: StepResult) -> None:
         """One action: as recorded, different (with a diff), or not re-run."""
