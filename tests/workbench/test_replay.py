@@ -266,3 +266,78 @@ def test_export_openhands_round_trip(
     theirs = [e.action for e in back.events if isinstance(e, ActionEvent)]
     assert [a.kind for a in theirs] == [a.kind for a in mine]
     assert theirs[1].path == "/workspace/hi.sh"  # type: ignore[union-attr]
+
+
+OPENHANDS = Path(__file__).resolve().parents[1] / "data" / "openhands"
+
+
+def test_openhands_trajectories_are_read_with_notes_for_what_is_skipped() -> None:
+    later = load_recording(OPENHANDS / "edit_args.json")
+    assert later.format == "openhands" and later.model == "anthropic/claude-sonnet-4"
+    assert later.notes == ["event 15 skipped: unknown action kind 'delegate'"]
+    actions = [e for e in later.events if isinstance(e, ActionEvent)]
+    assert [(a.source, a.action.kind) for a in actions] == [
+        ("environment", "run"),
+        ("agent", "edit"),
+        ("agent", "run"),
+        ("agent", "run"),
+        ("agent", "edit"),
+        ("agent", "run"),
+        ("agent", "finish"),
+    ]
+    assert actions[1].tool_call_id == "toolu_01" and actions[1].thought == "I will create app.py."
+    early = load_recording(OPENHANDS / "translated_ipython.json")
+    edits = [e.action for e in early.events if isinstance(e, ActionEvent)][:2]
+    assert edits[0].model_dump(exclude_none=True) == {
+        "kind": "edit",
+        "command": "create",
+        "path": "/workspace/notes.md",
+        "file_text": "# Nots\n\nline two\n",
+    }
+    assert (edits[1].old_str, edits[1].new_str) == ("# Nots", "# Notes")  # type: ignore[union-attr]
+    assert len(early.notes) == 2
+    assert early.notes[0].startswith("event 7 skipped: it does not fit its kind")  # not run
+    assert early.notes[1] == "event 14 skipped: unknown observation kind 'condensation'"
+    codes = [
+        e.observation.exit_code  # type: ignore[union-attr]
+        for e in early.events
+        if e.kind == "observation" and e.observation.kind == "run"
+    ]
+    assert codes == [1, 0]  # the older extras.exit_code
+
+
+@pytest.mark.parametrize("name", ["edit_args.json", "translated_ipython.json"])
+def test_openhands_trajectory_watched_and_rerun(tmp_path: Path, name: str) -> None:
+    trajectory = OPENHANDS / name
+    proc = replay(tmp_path, "--headless", str(trajectory))
+    assert proc.returncode == 0, proc.stderr
+    assert "skipped: unknown" in proc.stderr
+    assert ("exit code 2" if name == "edit_args.json" else "exit code 1") in proc.stdout
+    assert "== success" in proc.stdout.splitlines()[-1]
+
+    workspace = tmp_path / "rerun"
+    workspace.mkdir()
+    proc = replay(tmp_path, "--rerun", "--json", str(trajectory), "--workspace", str(workspace))
+    assert proc.returncode in (0, 11), proc.stdout + proc.stderr
+    lines = json_lines(proc.stdout)
+    summary = lines[-1]
+    differing = {line["tool"] for line in lines if line["type"] == "difference"}
+    assert differing <= {"str_replace_editor"}  # OpenHands words its editor's answers its way
+    assert summary["exit_code"] == (11 if differing else 0)
+    if name == "edit_args.json":
+        assert (workspace / "app.py").read_text() == "print(2 + 3)\n"
+        assert summary["compared"] == 5  # the failed `ls` did not stop the replay
+        assert "an event of the environment, not an action of the agent" in proc.stderr
+    else:
+        assert (workspace / "notes.md").read_text() == "# Notes\n\nline two\n"
+        assert not (workspace / "evil.txt").exists()
+        assert summary["compared"] == 4
+    again = tmp_path / "again"
+    again.mkdir()
+    proc = replay(tmp_path, "--rerun", str(trajectory), "--workspace", str(again))
+    failed = (
+        f"$ ls {again}/missing\n    = as recorded (exit code 2)"
+        if name == "edit_args.json"
+        else "$ grep -c zzz notes.md\n    = as recorded (exit code 1)"
+    )
+    assert failed in proc.stdout, proc.stdout

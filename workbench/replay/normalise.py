@@ -1,7 +1,8 @@
 """What always differs between two runs of the same action, masked before their results are
 compared: the workspace path, temporary paths, clock times and dates, durations and pids.
 
-Each is replaced by a placeholder (`<workspace>`, `<tmp>`, `<time>`, `<duration>`, `<pid>`),
+Trailing white space (on each line, and blank lines at the end) is dropped too. Each is
+replaced by a placeholder (`<workspace>`, `<tmp>`, `<time>`, `<duration>`, `<pid>`),
 so `ls /tmp/tmpab12cd` at 10:01:02 and at 10:05:09 read the same, while a different file
 content, exit code or error does not.
 """
@@ -48,4 +49,4 @@ def normalise(text: str, workspaces: Iterable[str] = ()) -> str:
         text = text.replace(path, "<workspace>")
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
-    return text
+    return "\n".join(line.rstrip() for line in text.rstrip().splitlines())

@@ -261,7 +261,12 @@ def editor_call(code: str) -> dict[str, Any]:
         raise ValueError("translated_ipython_code holds no single file_editor(...) call")
     args: dict[str, Any] = {}
     for keyword in calls[0].keywords:
-        value = ast.literal_eval(keyword.value)
+        try:
+            value = ast.literal_eval(keyword.value)
+        except ValueError:
+            raise ValueError(
+                "translated_ipython_code gives file_editor more than plain values (never run)"
+            ) from None
         if keyword.arg is None:  # **{...}
             if not isinstance(value, dict):
                 raise ValueError("file_editor(**...) is not given a dict")

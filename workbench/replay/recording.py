@@ -18,6 +18,7 @@ from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
     Event,
+    FinishAction,
     LLMCallEvent,
     MessageEvent,
     StateChangedEvent,
@@ -154,4 +155,14 @@ def recorded_outcome(events: list[Event]) -> tuple[Status, str]:
             if status in EXIT_CODES:
                 return status, reason
             return ("success" if event.state == "finished" else "interrupted"), event.reason
+    finish = next(
+        (
+            e.action
+            for e in reversed(events)
+            if isinstance(e, ActionEvent) and e.action.kind == "finish"
+        ),
+        None,
+    )
+    if isinstance(finish, FinishAction):  # a trajectory without our final state event
+        return finish.outcome, ""
     return "interrupted", "the recording ends before the run did"

@@ -7,12 +7,21 @@ import difflib
 import json
 from typing import Any
 
+from sandbox.protocol import CmdOutputObservation
 from workbench.headless_output import JSONL_VERSION, Printer, describe_action
 from workbench.replay.rerun import StepResult
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _outcome(result: StepResult) -> str:
+    """A command's exit code, for the line that says how its step went."""
+    new = result.new
+    if isinstance(new, CmdOutputObservation):
+        return " (still running)" if new.running else f" (exit code {new.exit_code})"
+    return ""
 
 
 class RerunReport:
@@ -33,7 +42,7 @@ class RerunReport:
         if result.skipped:
             self.printer.line(f"    - not re-run: {result.skipped}")
         elif result.differs:
-            self.printer.line("    ✗ differs from the recording:")
+            self.printer.line(f"    ✗ differs from the recording{_outcome(result)}:")
             diff = difflib.unified_diff(
                 result.recorded_text.splitlines(),
                 result.new_text.splitlines(),
@@ -43,7 +52,7 @@ class RerunReport:
             )
             self.printer.line(_indent("\n".join(diff), "      "))
         else:
-            self.printer.line("    = as recorded")
+            self.printer.line(f"    = as recorded{_outcome(result)}")
 
     def summary(self, summary: dict[str, Any]) -> None:
         """The closing line."""

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.protocol import CmdOutputObservation
 from workbench.agent.messages import observation_text
 from workbench.config_schema import Config
 from workbench.events import (
@@ -102,6 +103,14 @@ def why_not_rerun(event: ActionEvent) -> str:
     return ""
 
 
+def _as_recorded(new: AnyObservation, recorded: AnyObservation | None) -> AnyObservation:
+    """`new` without what the recording could not say (older trajectories keep no cwd)."""
+    old_has_no_cwd = isinstance(recorded, CmdOutputObservation) and recorded.cwd is None
+    if isinstance(new, CmdOutputObservation) and old_has_no_cwd:
+        return new.model_copy(update={"cwd": None})
+    return new
+
+
 class Rerunner:
     """Runs a recording's actions in a started runtime and compares the results."""
 
@@ -134,7 +143,7 @@ class Rerunner:
             result.skipped = why_not_rerun(event)
             if not result.skipped:
                 result.new, result.sandbox_s = await self._execute(action)
-                result.new_text = self.compared(result.new)
+                result.new_text = self.compared(_as_recorded(result.new, old))
             yield result
             if self.stopped:
                 return
