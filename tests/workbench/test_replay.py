@@ -118,7 +118,7 @@ def test_rerun_unchanged_matches_then_a_changed_file_differs(
     (human / "hi.sh").unlink()
     proc = replay(tmp_path, "--rerun", str(log), "--workspace", str(human))
     assert proc.returncode == 11
-    assert "[1] $ cat data.txt\n    ✗ differs from the recording:" in proc.stdout
+    assert "[1] $ cat data.txt\n    ✗ differs from the recording (exit code 0):" in proc.stdout
     assert "      -beta" in proc.stdout and "      +GAMMA" in proc.stdout
     assert "the first at step 1" in proc.stdout.splitlines()[-1]
 

@@ -47,8 +47,9 @@ from workbench.events import (
     ThinkAction,
     ThinkObservation,
 )
-from workbench.replay.recording import OPENHANDS_WORKSPACE, Recording, ReplayError
 
+OPENHANDS_WORKSPACE = "/workspace"
+"""Where OpenHands' sandbox keeps the workspace; a re-run maps it to its own."""
 _SILENT_KINDS = frozenset({"system", "recall", "null"})
 """Known kinds with nothing to play: the system prompt, memory recalls, empty observations."""
 _STATES: dict[str, AgentState] = {
@@ -80,32 +81,20 @@ class _Skip(Exception):
     """This event is left out; the message says why."""
 
 
-def read_trajectory(path: Path) -> Recording:
-    """An OpenHands trajectory file as a recording of our events."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ReplayError(f"{path} is not a JSON trajectory: {exc}") from None
+def trajectory_items(data: Any) -> list[Any]:
+    """The events of a loaded trajectory file (a list, or a dict holding one as
+    `trajectory`); ValueError for anything else."""
     if isinstance(data, dict) and isinstance(data.get("trajectory"), list):
         data = data["trajectory"]
     if not isinstance(data, list):
-        raise ReplayError(
-            f"{path}: an OpenHands trajectory is a JSON list of events; this is a "
-            f"{type(data).__name__}"
+        raise ValueError(
+            f"an OpenHands trajectory is a JSON list of events; this is a {type(data).__name__}"
         )
-    events, notes = events_from_trajectory(data)
-    return Recording(
-        path=path,
-        format="openhands",
-        session_id=path.stem,
-        model=_model_of(data),
-        workspace=OPENHANDS_WORKSPACE,
-        events=events,
-        notes=notes,
-    )
+    return data
 
 
-def _model_of(items: list[Any]) -> str:
+def model_of(items: list[Any]) -> str:
+    """The model named in the trajectory's LLM metrics ("openhands" when none is)."""
     for item in items:
         metrics = item.get("llm_metrics") if isinstance(item, dict) else None
         if isinstance(metrics, dict):
@@ -507,9 +496,9 @@ def trajectory_of(events: list[Event], workspace: str) -> list[dict[str, Any]]:
 def export_openhands(log_path: Path, out: Path) -> int:
     """Write the session log at `log_path` as an OpenHands V0 trajectory to `out`; returns
     the number of trajectory events written."""
-    from workbench.replay.recording import load_recording
+    from workbench.session_log import read
 
-    recording = load_recording(log_path)
-    items = trajectory_of(recording.events, recording.workspace)
+    loaded = read(log_path)
+    items = trajectory_of(loaded.events, loaded.header.workspace)
     out.write_text(json.dumps(items, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return len(items)

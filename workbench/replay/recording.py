@@ -24,10 +24,13 @@ from workbench.events import (
     StateChangedEvent,
 )
 from workbench.exit_codes import EXIT_CODES, Status
+from workbench.replay.openhands import (
+    OPENHANDS_WORKSPACE,
+    events_from_trajectory,
+    model_of,
+    trajectory_items,
+)
 from workbench.session_log import SessionHeader, SessionLogError, read
-
-OPENHANDS_WORKSPACE = "/workspace"
-"""Where OpenHands' sandbox keeps the workspace; a re-run maps it to its own."""
 
 
 class ReplayError(Exception):
@@ -113,8 +116,6 @@ def load_recording(path: Path) -> Recording:
     except OSError as exc:
         raise ReplayError(f"cannot read {path}: {exc.strerror}") from None
     if first == b"[":
-        from workbench.replay.openhands import read_trajectory
-
         return read_trajectory(path)
     if first == b"{":
         with path.open("rb") as stream:
@@ -124,8 +125,6 @@ def load_recording(path: Path) -> Recording:
         except (ValueError, AttributeError):
             kind = None
         if kind != "header":  # a whole JSON object: maybe a trajectory wrapped in a dict
-            from workbench.replay.openhands import read_trajectory
-
             return read_trajectory(path)
     try:
         loaded = read(path)
@@ -143,6 +142,24 @@ def load_recording(path: Path) -> Recording:
         workspace=header.workspace,
         events=loaded.events,
         header=header,
+        notes=notes,
+    )
+
+
+def read_trajectory(path: Path) -> Recording:
+    """An OpenHands trajectory file as a recording of our events."""
+    try:
+        items = trajectory_items(json.loads(path.read_bytes()))
+    except (OSError, ValueError) as exc:
+        raise ReplayError(f"{path} is not an OpenHands trajectory: {exc}") from None
+    events, notes = events_from_trajectory(items)
+    return Recording(
+        path=path,
+        format="openhands",
+        session_id=path.stem,
+        model=model_of(items),
+        workspace=OPENHANDS_WORKSPACE,
+        events=events,
         notes=notes,
     )
 

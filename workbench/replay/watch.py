@@ -14,16 +14,7 @@ from workbench.events import LLMCallEvent
 from workbench.exit_codes import exit_code
 from workbench.headless_output import Printer
 from workbench.replay.recording import Recording, in_steps, recorded_outcome
-
-MAX_GAP_S = 2.0
-"""The longest pause between two events at speed 1 (a long LLM call is not waited out)."""
-
-
-def pause_between(earlier: float, later: float, speed: float | None) -> float:
-    """Seconds to wait between events recorded at `earlier` and `later` (None: no waiting)."""
-    if not speed or speed <= 0:
-        return 0.0
-    return max(0.0, min(later - earlier, MAX_GAP_S)) / speed
+from workbench.replay.timeline import pause_between
 
 
 def start_info(recording: Recording) -> dict[str, Any]:
