@@ -341,3 +341,28 @@ def test_openhands_trajectory_watched_and_rerun(tmp_path: Path, name: str) -> No
         else "$ grep -c zzz notes.md\n    = as recorded (exit code 1)"
     )
     assert failed in proc.stdout, proc.stdout
+
+
+def test_rerun_passes_each_action_through_the_policy(tmp_path: Path) -> None:
+    def run(number: int, command: str, output: str) -> list[dict[str, Any]]:
+        extras = {"command": command, "metadata": {"exit_code": 0, "working_dir": "/workspace"}}
+        return [
+            {"id": number, "timestamp": "2025-06-02T10:00:00", "source": "agent",
+             "message": "", "action": "run", "args": {"command": command, "thought": ""}},
+            {"id": number + 1, "timestamp": "2025-06-02T10:00:01", "source": "agent",
+             "message": "", "cause": number, "observation": "run", "content": output,
+             "extras": extras},
+        ]  # fmt: skip
+
+    trajectory = tmp_path / "risky.json"
+    steps = [*run(1, "sudo touch /workspace/marker", ""), *run(3, "echo after", "after")]
+    trajectory.write_text(json.dumps(steps))
+    workspace = tmp_path / "rerun"
+    workspace.mkdir()
+    proc = replay(tmp_path, "--rerun", "--json", str(trajectory), "--workspace", str(workspace))
+    assert proc.returncode == 11, proc.stdout + proc.stderr
+    lines = json_lines(proc.stdout)
+    [difference] = [line for line in lines if line["type"] == "difference"]
+    assert difference["step"] == 1 and difference["new"].startswith("This action was not run")
+    assert not (workspace / "marker").exists()
+    assert lines[-1]["compared"] == 2  # the replay went on after the refusal
