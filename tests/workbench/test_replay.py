@@ -366,3 +366,41 @@ def test_rerun_passes_each_action_through_the_policy(tmp_path: Path) -> None:
     assert difference["step"] == 1 and difference["new"].startswith("This action was not run")
     assert not (workspace / "marker").exists()
     assert lines[-1]["compared"] == 2  # the replay went on after the refusal
+
+
+def test_a_killed_session_is_watched_up_to_its_last_whole_line(
+    tmp_path: Path, recorded: tuple[Path, list[dict[str, Any]], Path]
+) -> None:
+    _, live, log = recorded
+    cut = tmp_path / "killed.jsonl"
+    data = log.read_bytes()
+    middle = data.rfind(b"\n", 0, len(data) // 2)
+    cut.write_bytes(data[: middle + 40])  # a SIGKILL mid-line
+    proc = replay(tmp_path, "--json", str(cut))
+    assert proc.returncode == 0, proc.stderr
+    assert "the last line was cut off" in proc.stderr
+    watched = [line for line in json_lines(proc.stdout) if line["type"] == "event"]
+    recorded_events = [line for line in live if line["type"] == "event"]
+    assert 0 < len(watched) < len(recorded_events)
+    assert watched == recorded_events[: len(watched)]
+    assert json_lines(proc.stdout)[-1]["status"] == "interrupted"
+
+
+def test_timeline_moves_by_event_step_and_jump() -> None:
+    from workbench.replay.timeline import Timeline, pause_between
+
+    loaded = load_recording(OPENHANDS / "edit_args.json")
+    line = Timeline(loaded.events)
+    assert line.last_step == 6 and line.position == 0 and line.step == 0
+    shown = line.forward()  # the task, the environment's setup, and step 1
+    assert line.step == 1 and shown[0].kind == "message" and line.position == line.end_of(1)
+    assert line.jump(4) == line.end_of(4) and line.step == 4
+    assert line.back() == line.end_of(3) and line.step == 3
+    assert line.jump(99) == len(line.events) and line.at_end and line.next_event() is None
+    assert line.jump(0) == 0 and line.back() == 0
+    event, gap = line.next_event() or (None, -1.0)
+    assert event is loaded.events[0] and gap == 0.0
+    only = Timeline(loaded.events, first=2, last=3)
+    assert set(only.steps) == {2, 3}
+    assert pause_between(10.0, 11.0, 2.0) == 0.5 and pause_between(0.0, 60.0, 1.0) == 2.0
+    assert pause_between(0.0, 1.0, None) == 0.0
