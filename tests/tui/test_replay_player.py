@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from conftest import make_config
+from textual.widgets import Static
 
+from workbench.config import load_config
 from workbench.replay.recording import load_recording
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.replay import ReplayApp, ReplayBar, create_player
+from workbench.tui.rerun import RerunView, StepBlock
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PromptInput
 
@@ -24,12 +27,15 @@ def _bash(command: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "execute_bash", "arguments": args}]}
 
 
-def record_session(tmp_path: Path) -> Path:
-    """Run four steps headless (echo one, two, three; finish); returns the log's path."""
-    finish = {"tool_calls": [{"name": "finish", "arguments": {"message": "counted"}}]}
-    script = [_bash("echo one"), _bash("echo two"), _bash("echo three"), finish]
+FINISH = {"tool_calls": [{"name": "finish", "arguments": {"message": "counted"}}]}
+
+
+def record_session(tmp_path: Path, script: list[dict[str, Any]] | None = None) -> Path:
+    """Run `script` headless in `tmp_path/ws` (default: echo one, two, three; finish);
+    returns the log's path."""
+    script = script or [_bash("echo one"), _bash("echo two"), _bash("echo three"), FINISH]
     workspace = tmp_path / "ws"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     (tmp_path / "cfg").mkdir()
     with ScriptedLLMServer(script) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "WORKBENCH_"))}
@@ -106,3 +112,39 @@ async def test_player_plays_pauses_steps_back_and_jumps(tmp_path: Path) -> None:
         assert app.speed == 0.5
         bar = str(app.query_one(ReplayBar).render())
         assert "■ end" in bar and "step 4/4" in bar and "speed 0.5x" in bar
+
+
+async def test_rerun_view_shows_recorded_and_new_side_by_side(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "data.txt").write_text("alpha\n")
+    log = record_session(tmp_path, [_bash("cat data.txt"), _bash("echo same"), FINISH])
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "data.txt").write_text("CHANGED\n")
+    config = load_config(
+        env={},
+        overrides={
+            "sandbox.workspace": str(again),
+            "agent.enable_browser": False,
+            "agent.enable_jupyter": False,
+        },
+    )
+    app = RerunView(load_recording(log), config)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(600):
+            if app.code is not None:
+                break
+            await pilot.pause(0.05)
+        assert app.code == 11
+        blocks = list(app.query(StepBlock))
+        assert [b.has_class("-differs") for b in blocks] == [True, False, False]
+        assert blocks[2].has_class("-skipped")  # finish
+        recorded = str(blocks[0].query_one(".recorded", Static).render())
+        new = str(blocks[0].query_one(".new", Static).render())
+        assert "alpha" in recorded and "CHANGED" in new
+        assert "[1] $ cat data.txt" in str(blocks[0].border_title)
+        status = str(app.query_one("#rerun-status", Static).render())
+        assert "1 differ, the first at step 1" in status
+        await pilot.press("n")
+        await pilot.press("q")
+    assert app.return_value == 11

@@ -116,7 +116,7 @@ def test_rerun_unchanged_matches_then_a_changed_file_differs(
     human = tmp_path / "human"
     shutil.copytree(changed, human)
     (human / "hi.sh").unlink()
-    proc = replay(tmp_path, "--rerun", str(log), "--workspace", str(human))
+    proc = replay(tmp_path, "--rerun", "--headless", str(log), "--workspace", str(human))
     assert proc.returncode == 11
     assert "[1] $ cat data.txt\n    ✗ differs from the recording (exit code 0):" in proc.stdout
     assert "      -beta" in proc.stdout and "      +GAMMA" in proc.stdout
@@ -334,7 +334,7 @@ def test_openhands_trajectory_watched_and_rerun(tmp_path: Path, name: str) -> No
         assert summary["compared"] == 4
     again = tmp_path / "again"
     again.mkdir()
-    proc = replay(tmp_path, "--rerun", str(trajectory), "--workspace", str(again))
+    proc = replay(tmp_path, "--rerun", str(trajectory), "--workspace", str(again))  # piped
     failed = (
         f"$ ls {again}/missing\n    = as recorded (exit code 2)"
         if name == "edit_args.json"

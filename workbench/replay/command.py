@@ -1,9 +1,10 @@
 """`workbench replay SESSION|FILE`: the command line of watch, `--rerun` and `--continue-from`.
 
-Watch opens the TUI's player unless `--headless` or `--json` is given; `--rerun` and
-`--continue-from` print to the terminal (the TUI has no re-run view yet). Exit codes: 0 watched
-or everything matched, 11 a re-run result differs, 2 bad arguments or an unknown session,
-8 the sandbox could not start, 130 interrupted; `--continue-from` ends as a live run does.
+Watch opens the TUI's player and `--rerun` its side-by-side view unless `--headless` or
+`--json` is given or the output is not a terminal; `--continue-from` runs headless. Exit
+codes: 0 watched or everything matched, 11 a re-run result differs, 2 bad arguments or an
+unknown session, 8 the sandbox could not start, 130 interrupted; `--continue-from` ends as a
+live run does.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ session .jsonl, or an OpenHands trajectory .json (save_trajectory_path).
   --rerun              the recorded actions again in a fresh sandbox (--workspace DIR, default
                        a new temporary folder); each result is compared with the recorded one
                        (times, pids, temporary paths, durations and the workspace path masked):
-                       exit 0 when all match, 11 when one differs
+                       exit 0 when all match, 11 when one differs; in the TUI side by side
+                       (n: next difference), with --headless a diff per step
   --continue-from N    re-run steps 1..N, then the configured model goes on from there, in a
                        new session whose log header names this one as its parent
 
@@ -142,13 +144,17 @@ def replay_command(argv: Sequence[str]) -> int:
         config = load_config(
             config_path, overrides=overrides | {"sandbox.workspace": str(Path(workspace))}
         )
+        if args.rerun and _wants_tui(args):
+            shown = _open_tui("workbench.tui.rerun", "run_rerun_view", recording, config, args)
+            if shown is not None:
+                return shown
         if args.rerun:
             return _run(rerun(recording, config, args.json, args.first, args.last))
         from workbench.replay.resume import continue_from
 
         return _run(continue_from(recording, config, args.continue_from, args.json))
-    if not (args.headless or args.json):
-        opened = _open_player(recording, config, args)
+    if _wants_tui(args):
+        opened = _open_tui("workbench.tui.replay", "run_player", recording, config, args)
         if opened is not None:
             return opened
     return _watch(recording, config, args)
@@ -182,17 +188,29 @@ def _watch(recording: Recording, config: Config, args: argparse.Namespace) -> in
     return exit_codes.SUCCESS
 
 
-def _open_player(recording: Recording, config: Config, args: argparse.Namespace) -> int | None:
-    """The TUI's player, or None when this build has no TUI (then it is printed)."""
+def _wants_tui(args: argparse.Namespace) -> bool:
+    """The TUI unless --headless or --json, or when the terminal is not one (a pipe)."""
+    if args.headless or args.json:
+        return False
+    return sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _open_tui(
+    module: str, function: str, recording: Recording, config: Config, args: argparse.Namespace
+) -> int | None:
+    """The TUI's player or re-run view; None when this build has no TUI (then it prints)."""
     import importlib
 
     try:
-        player = importlib.import_module("workbench.tui.replay")
+        tui = importlib.import_module(module)
     except ImportError as exc:
-        if exc.name not in ("workbench.tui.replay", "workbench.tui", "textual"):
+        if exc.name not in (module, "workbench.tui", "textual"):
             raise
         return None
-    code: int = player.run_player(recording, config, args.first, args.last, args.speed or 1.0)
+    if function == "run_player":
+        code: int = tui.run_player(recording, config, args.first, args.last, args.speed or 1.0)
+    else:
+        code = getattr(tui, function)(recording, config, args.first, args.last)
     return code
 
 
