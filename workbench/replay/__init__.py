@@ -6,8 +6,11 @@
 - `watch.py`: the events printed again as a live run prints them (no LLM, no sandbox);
 - `normalise.py`: what always differs between two runs, masked before comparing;
 - `rerun.py`: the recorded actions run again in a fresh sandbox, results compared;
+  `report.py` prints how each step went (a diff, or a JSON line per difference);
 - `resume.py`: `--continue-from N`, the first N steps re-run, then a live model goes on;
+- `timeline.py`: a player's position (by event, by step, by jump), for the TUI;
 - `command.py`: the command line.
 
-The TUI's player is `workbench/tui/replay.py`; it uses `recording.py` and `timeline.py` only.
+The TUI's player is `workbench/tui/replay.py` and its re-run view `workbench/tui/rerun.py`;
+neither imports the headless printers.
 """
