@@ -245,7 +245,7 @@ def test_continue_from_sends_exactly_the_history_up_to_step_n(tmp_path: Path) ->
 def test_export_openhands_round_trip(
     tmp_path: Path, recorded: tuple[Path, list[dict[str, Any]], Path]
 ) -> None:
-    from workbench.replay.openhands import export_openhands
+    from workbench.replay.openhands_export import export_openhands
 
     workspace, _, log = recorded
     out = tmp_path / "trajectory.json"

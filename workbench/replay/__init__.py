@@ -2,7 +2,8 @@
 
 - `recording.py`: what is replayed (a saved session by id or prefix, a session `.jsonl`, or an
   OpenHands trajectory) as one list of our events, and the steps they fall in;
-- `openhands.py`: OpenHands V0 trajectories read into our events, and ours written out as one;
+- `openhands.py`: OpenHands V0 trajectories read into our events; `openhands_export.py`
+  writes ours out as one;
 - `watch.py`: the events printed again as a live run prints them (no LLM, no sandbox);
 - `normalise.py`: what always differs between two runs, masked before comparing;
 - `rerun.py`: the recorded actions run again in a fresh sandbox, results compared;
