@@ -1,5 +1,6 @@
 """The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list,
-`policy` to ask the confirmation policy (`policy_cli.py`).
+`replay` to watch or re-run a recording (`replay/command.py`), `policy` to ask the
+confirmation policy (`policy_cli.py`).
 
 Only the standard library (and `workbench.exit_codes`, which needs nothing else) is imported
 before the arguments are parsed, so `--help` and usage errors answer at once; configuration
@@ -22,6 +23,11 @@ USAGE_EXIT = exit_codes.USAGE
 _EPILOG = """\
 commands:
   workbench sessions [--json]   list saved sessions, newest first
+  workbench replay SESSION|FILE [--headless] [--json] [--rerun | --continue-from N]
+                                watch a saved session or an OpenHands trajectory again, re-run
+                                its actions in a fresh sandbox and compare (exit 11 if they
+                                differ), or go on from step N with a live model; see
+                                `workbench replay --help`
   workbench policy check [--json] "CMD"   what the confirmation policy would do with a call
                                 (--tool str_replace_editor --path P; --code CODE for IPython)
   workbench policy rules [--json]         the allow and deny rules in effect, and where from
@@ -228,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args[:1] == ["sessions"]:
             return _sessions_command(args[1:])
+        if args[:1] == ["replay"]:
+            from workbench.replay.command import replay_command
+
+            return replay_command(args[1:])
         if args[:1] == ["policy"]:
             from workbench.policy_cli import policy_command
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +30,7 @@ from workbench.events import (
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
+    Event,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
@@ -163,8 +164,18 @@ class Controller(EventHub):
 
     # ------------------------------------------------------------------ the loop
 
-    async def run(self, task: str) -> RunResult:
-        """Work on `task` until finished, stopped, failed or out of steps or budget."""
+    def adopt_history(self, events: Iterable[Event]) -> None:
+        """Take an earlier run's events (numbered from 1 on, before any of this controller's)
+        as this session's start: logged and shown like new ones, and sent with the next LLM
+        call. Then `run(None)` goes on from them."""
+        for event in events:
+            if event.id != self._next_id():
+                raise ValueError(f"event {event.id} comes where {self._next_id()} should")
+            self._emit(event)
+
+    async def run(self, task: str | None) -> RunResult:
+        """Work on `task` until finished, stopped, failed or out of steps or budget (None: go
+        on from the history `adopt_history` gave, with no new message)."""
         if self._running:
             raise RuntimeError("this controller is already running a task")
         self._running = True
@@ -178,7 +189,8 @@ class Controller(EventHub):
         status: Status = "internal_error"
         reason = ""
         try:
-            self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
+            if task is not None:
+                self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
             self._set_state("running")
             await self._loop()
         except _Stop as stop:

@@ -27,6 +27,7 @@ Status = Literal[
     "sandbox_error",
     "internal_error",
     "interrupted",
+    "replay_differs",
 ]
 
 
@@ -115,6 +116,14 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "a bug in workbench; the session log has the error",
     ),
     ExitCode(
+        11,
+        "REPLAY_DIFFERS",
+        ("replay_differs",),
+        "replay differs",
+        "`workbench replay --rerun`: a re-run action's result differs from the recorded one "
+        "(after normalising times, pids, temporary paths, durations and the workspace path)",
+    ),
+    ExitCode(
         130,
         "INTERRUPTED",
         ("interrupted",),
@@ -140,6 +149,7 @@ LLM_ERROR: Final = _code("LLM_ERROR")
 SANDBOX_ERROR: Final = _code("SANDBOX_ERROR")
 MALFORMED: Final = _code("MALFORMED")
 INTERNAL: Final = _code("INTERNAL")
+REPLAY_DIFFERS: Final = _code("REPLAY_DIFFERS")
 INTERRUPTED: Final = _code("INTERRUPTED")
 
 EXIT_CODES: Final[dict[Status, int]] = {

@@ -45,7 +45,7 @@ NUDGE = (
 )
 
 
-class _Nudger:
+class Nudger:
     """Answers an agent that stopped without `finish`, then gives up on it."""
 
     def __init__(self, controller: Controller) -> None:
@@ -153,7 +153,7 @@ async def run_session(
             printer.event(event)
 
         controller.subscribe(show)
-        controller.subscribe(_Nudger(controller))
+        controller.subscribe(Nudger(controller))
         result = await controller.run(task)
         status, reason = result.status, result.reason
     except SandboxError as exc:

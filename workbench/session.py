@@ -19,6 +19,7 @@ from workbench.config_schema import Config
 from workbench.session_log import (
     LoadedSession,
     Scrubber,
+    SessionHeader,
     SessionLog,
     make_header,
     new_session_id,
@@ -111,11 +112,14 @@ def runtime_warning(runtime: Runtime) -> str | None:
     return warning if isinstance(warning, str) and warning else None
 
 
-def new_log(config: Config) -> SessionLog:
-    """A new session log (header written) in the configured sessions folder."""
+def new_log(config: Config, parent: dict[str, Any] | None = None) -> SessionLog:
+    """A new session log (header written) in the configured sessions folder; `parent` names
+    the session it goes on from (its id, and how), written into the header."""
     header = make_header(
         new_session_id(), workspace_of(config), config.llm.model, config.redacted_dict()
     )
+    if parent is not None:
+        header = SessionHeader(**header.model_dump(), parent=parent)
     return SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
 
 
