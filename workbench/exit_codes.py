@@ -27,6 +27,7 @@ Status = Literal[
     "sandbox_error",
     "internal_error",
     "interrupted",
+    "log_error",
 ]
 
 
@@ -115,6 +116,15 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "a bug in workbench; the session log has the error",
     ),
     ExitCode(
+        12,
+        "LOG_ERROR",
+        ("log_error",),
+        "session log unwritable",
+        "the session log could not be written (a full disk, a read-only or vanished folder): "
+        "the run stopped there, or never started; the log keeps every event written before, "
+        "each line whole, and the message names the folder and the fix",
+    ),
+    ExitCode(
         130,
         "INTERRUPTED",
         ("interrupted",),
@@ -141,6 +151,7 @@ SANDBOX_ERROR: Final = _code("SANDBOX_ERROR")
 MALFORMED: Final = _code("MALFORMED")
 INTERNAL: Final = _code("INTERNAL")
 INTERRUPTED: Final = _code("INTERRUPTED")
+LOG_ERROR: Final = _code("LOG_ERROR")
 
 EXIT_CODES: Final[dict[Status, int]] = {
     status: row.code for row in TABLE for status in row.statuses

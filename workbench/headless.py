@@ -5,7 +5,8 @@ starts and the session log is opened, so the first request leaves about when the
 With no one to ask, confirmations follow `security.headless_on_confirm` (`--on-confirm`), and
 an agent that replies without a tool call is nudged `MAX_NUDGES` times, then the run ends as
 "no_finish" (exit code 1, like giving up). Ctrl-C stops the run, writes the final state event,
-closes the sandbox and exits with 130.
+closes the sandbox and exits with 130. A session log that cannot be written (a full disk)
+stops the run with `log_error` (exit code 12); the summary line is still printed.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from workbench.session import (
     start_runtime,
     workspace_of,
 )
-from workbench.session_log import SessionLog
+from workbench.session_log import SessionLog, SessionLogWriteError
 
 MAX_NUDGES = 2
 NUDGE = (
@@ -107,7 +108,14 @@ async def run_session(
     started = time.monotonic() if started is None else started
     # litellm's import (and priming) in a thread, meanwhile ...
     warm = _import_litellm_in_background(config.llm)
-    session = new_log(config)
+    try:
+        session = new_log(config)
+    except (
+        SessionLogWriteError
+    ) as exc:  # e.g. a full disk: nothing can be recorded, so nothing runs
+        warm.cancel()
+        printer.notice(str(exc))
+        return _summary("log_error", str(exc), None, None, None, started)
     session_id = session.session_id
     printer.start(
         {
@@ -180,7 +188,23 @@ async def run_session(
             except Exception as exc:  # closing must not hide how the run ended
                 printer.notice(f"closing the sandbox failed: {exc}")
         session.close()
-    summary = {
+    if session.failure is not None and status != "log_error":
+        status, reason = "log_error", str(session.failure)
+    if status == "log_error":
+        printer.notice(reason)
+    return _summary(status, reason, controller, session_id, session, started)
+
+
+def _summary(
+    status: Status,
+    reason: str,
+    controller: Controller | None,
+    session_id: str | None,
+    session: SessionLog | None,
+    started: float,
+) -> dict[str, Any]:
+    """The run's summary line (no session id or log when none could be opened)."""
+    return {
         "status": status,
         "exit_code": exit_codes.exit_code(status),
         "reason": reason,
@@ -190,10 +214,9 @@ async def run_session(
         "tokens": (controller.prompt_tokens + controller.completion_tokens) if controller else 0,
         "cost": controller.cost if controller else 0.0,
         "session_id": session_id,
-        "log": str(session.path),
+        "log": str(session.path) if session else None,
         "duration_s": round(time.monotonic() - started, 3),
     }
-    return summary
 
 
 def _record_failure(
@@ -216,7 +239,9 @@ def _record_failure(
         ),
     ]
     for event in events:
-        session.append(event)
+        if session.failure is None:
+            with contextlib.suppress(SessionLogWriteError):  # run_session reports it
+                session.append(event)
         printer.event(event)
 
 

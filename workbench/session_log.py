@@ -9,6 +9,8 @@ from every line before it is written, whatever event carries them.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -18,7 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -136,18 +138,57 @@ class Scrubber:
         return bool(self._forms)
 
 
+class SessionLogWriteError(OSError):
+    """The session log, or a file beside it, could not be written (a full disk, a read-only
+    or vanished folder); the message says what, where and what to do."""
+
+    def __init__(self, message: str, path: Path, errno_code: int | None) -> None:
+        super().__init__(errno_code or 0, message)
+        self.message = message
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_failure(what: str, path: Path, exc: OSError, kept: str = "") -> SessionLogWriteError:
+    """The error for `what` (at `path`) failing to be written, with the fix."""
+    why = exc.strerror or str(exc)
+    folder = path.parent
+    if exc.errno in _FULL:
+        fix = f"free space on the disk holding {folder}"
+    else:
+        fix = f"make {folder} writable"
+    message = (
+        f"cannot write {what} {path}: {why}. {kept}Fix: {fix}, or point WORKBENCH_DATA_DIR "
+        "(or [session] dir in the config) at a folder on another disk, then run again."
+    )
+    return SessionLogWriteError(message, path, exc.errno)
+
+
 class SessionLog:
-    """An open session log: `append` writes one event per line, flushed as it happens."""
+    """An open session log: `append` writes one event per line, flushed as it happens.
+
+    A line is written whole or not at all: when a write fails (a full disk), the file is cut
+    back to its last complete line, the log stops taking events (`failure` says why) and the
+    append raises `SessionLogWriteError`."""
 
     def __init__(
-        self, path: Path, header: SessionHeader, stream: IO[str], scrub: Scrubber, fsync: bool
+        self, path: Path, header: SessionHeader, fd: int, scrub: Scrubber, fsync: bool
     ) -> None:
         self.path = path
         self.header = header
-        self._stream = stream
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+        """The file's length up to its last complete line."""
         self._scrub = scrub
         self._fsync = fsync
         self.events_written = 0
+        self.failure: SessionLogWriteError | None = None
+        """Why the log stopped taking events (None while it is whole and open)."""
 
     @property
     def session_id(self) -> str:
@@ -171,13 +212,28 @@ class SessionLog:
         secrets: Iterable[str] = (),
         fsync: bool = False,
     ) -> SessionLog:
-        """Start `<directory>/<session id>.jsonl` with `header` (refuses to overwrite a log)."""
-        directory.mkdir(parents=True, exist_ok=True)
+        """Start `<directory>/<session id>.jsonl` with `header` (refuses to overwrite a log).
+
+        Raises `SessionLogWriteError` (and leaves no file) when it cannot be written."""
         path = directory / f"{header.session_id}.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        stream = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-        log = cls(path, header, stream, Scrubber(secrets), fsync)
-        log._write(header.model_dump_json())
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise write_failure("the new session log", path, exc, "Nothing was run. ") from exc
+        log = cls(path, header, fd, Scrubber(secrets), fsync)
+        try:
+            log._write(header.model_dump_json())
+        except BaseException as exc:
+            os.close(fd)
+            path.unlink(missing_ok=True)  # no empty log left behind
+            cause = exc.__cause__
+            if isinstance(exc, SessionLogWriteError) and isinstance(cause, OSError):
+                nothing = "Nothing was run. "
+                raise write_failure("the new session log", path, cause, nothing) from cause
+            raise
         return log
 
     def append(self, event: Event) -> None:
@@ -186,35 +242,71 @@ class SessionLog:
         self.events_written += 1
 
     def write_payload(self, name: str, data: bytes) -> str:
-        """Store a large payload beside the log; returns the name to reference it by."""
+        """Store a large payload beside the log; returns the name to reference it by.
+
+        Written to a temporary name and renamed, so a failure (`SessionLogWriteError`) leaves
+        no partial file."""
         safe = Path(name).name
         if not safe or safe in (".", ".."):
             raise ValueError(f"bad payload name: {name!r}")
-        self.payload_dir.mkdir(exist_ok=True)
-        (self.payload_dir / safe).write_bytes(data)
+        target = self.payload_dir / safe
+        temp = target.with_name(f".{safe}.partial")
+        try:
+            self.payload_dir.mkdir(exist_ok=True)
+            temp.write_bytes(data)
+            os.replace(temp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+            raise write_failure("an image of the session to", target, exc) from exc
         return safe
 
     def close(self) -> None:
-        """Flush and close the file; further appends raise ValueError."""
-        if not self._stream.closed:
-            self._stream.flush()
-            os.fsync(self._stream.fileno())
-            self._stream.close()
+        """Sync and close the file; further appends raise ValueError. Never raises: a sync
+        that fails is kept in `failure`."""
+        if self._fd < 0:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            if self.failure is None:
+                self.failure = write_failure("the session log", self.path, exc)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
 
     @property
     def closed(self) -> bool:
         """True once `close` was called."""
-        return self._stream.closed
+        return self._fd < 0
 
     def _write(self, line: str) -> None:
+        if self._fd < 0:
+            raise ValueError(f"the session log {self.path} is closed")
+        if self.failure is not None:
+            raise self.failure
         if "\n" in line:  # model_dump_json never emits one; a line must stay one line
             line = line.replace("\n", "\\n")
         if self._scrub:
             line = self._scrub(line)
-        self._stream.write(line + "\n")
-        self._stream.flush()
-        if self._fsync:
-            os.fsync(self._stream.fileno())
+        encoded = (line + "\n").encode("utf-8")
+        rest = memoryview(encoded)
+        try:
+            while rest:
+                rest = rest[os.write(self._fd, rest) :]
+            if self._fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            self._cut_back()
+            kept = f"The log keeps its header and {self.events_written} event(s), each line whole. "
+            self.failure = write_failure("the session log", self.path, exc, kept)
+            raise self.failure from exc
+        self._size += len(encoded)
+
+    def _cut_back(self) -> None:
+        """Drop a partly written line: the file ends with its last complete line again."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._size)
 
     def __enter__(self) -> SessionLog:
         return self

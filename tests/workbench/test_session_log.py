@@ -130,7 +130,8 @@ def test_truncated_last_line_is_skipped_and_flagged(tmp_path: Path) -> None:
 def test_garbage_line_in_the_middle_is_reported_not_fatal(tmp_path: Path) -> None:
     log = SessionLog.create(tmp_path, _header())
     log.append(MessageEvent(id=1, source="user", text="a"))
-    log._stream.write("not json\n")
+    with log.path.open("a") as other:
+        other.write("not json\n")
     log.append(MessageEvent(id=2, source="user", text="b"))
     log.close()
     loaded = read(log.path)
