@@ -70,7 +70,7 @@ def valid_text(text: str) -> str:
 
 
 _FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
-_ERROR_STATUSES = ("llm_error", "sandbox_error", "internal_error", "log_error")
+_ERROR_STATUSES = ("config_error", "llm_error", "sandbox_error", "internal_error", "log_error")
 
 
 class _Stop(Exception):
@@ -248,7 +248,7 @@ class Controller(EventHub):
             self._emit(
                 ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
             )
-            raise _Stop("llm_error", str(exc)) from None
+            raise _Stop(exc.run_status, str(exc)) from None
         self.steps += 1
         self.total_steps += 1
         self.prompt_tokens += response.prompt_tokens

@@ -4,9 +4,10 @@ Start-up overlaps the slow parts: litellm is imported in a worker thread while t
 starts and the session log is opened, so the first request leaves about when the import ends.
 With no one to ask, confirmations follow `security.headless_on_confirm` (`--on-confirm`), and
 an agent that replies without a tool call is nudged `MAX_NUDGES` times, then the run ends as
-"no_finish" (exit code 1, like giving up). Ctrl-C stops the run, writes the final state event,
-closes the sandbox and exits with 130. A session log that cannot be written (a full disk)
-stops the run with `log_error` (exit code 12); the summary line is still printed.
+"no_finish" (exit code 1, like giving up). Ctrl-C (SIGINT) or SIGTERM stops the run, writes the
+final state event naming the signal, closes the sandbox and exits with 130. A session log that
+cannot be written (a full disk) stops the run with `log_error` (exit code 12); the summary line
+is still printed.
 """
 
 from __future__ import annotations
@@ -132,18 +133,20 @@ async def run_session(
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     interrupts = 0
+    stopped_by = ""
 
-    def on_signal() -> None:
-        nonlocal interrupts
+    def on_signal(sig: signal.Signals) -> None:
+        nonlocal interrupts, stopped_by
         interrupts += 1
+        stopped_by = stopped_by or _signal_reason(sig)
         if controller is not None and interrupts == 1:
-            printer.notice("interrupted: stopping (press Ctrl-C again to abort)")
-            controller.stop("interrupted by Ctrl-C")
+            printer.notice(f"{stopped_by}: stopping (press Ctrl-C again to abort)")
+            controller.stop(stopped_by)
         elif main is not None:
             main.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
+        loop.add_signal_handler(sig, on_signal, sig)
     runtime: Runtime | None = None
     try:
         runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
@@ -168,11 +171,11 @@ async def run_session(
         status, reason = "sandbox_error", str(exc)
         _record_failure(session, controller, "sandbox", reason, status, printer)
     except asyncio.CancelledError:
-        status, reason = "interrupted", "interrupted by Ctrl-C"
+        status, reason = "interrupted", stopped_by or "cancelled"
         if controller is None:
             _record_failure(session, None, "interrupted", reason, status, printer)
     except LLMError as exc:  # the client could not even be set up
-        status, reason = "llm_error", str(exc)
+        status, reason = exc.run_status, str(exc)
         _record_failure(session, controller, f"llm_{exc.kind}", reason, status, printer)
     except Exception as exc:  # a bug: say so, keep the log complete, still close the sandbox
         status, reason = "internal_error", f"{type(exc).__name__}: {exc}"
@@ -217,6 +220,14 @@ def _summary(
         "log": str(session.path) if session else None,
         "duration_s": round(time.monotonic() - started, 3),
     }
+
+
+def _signal_reason(sig: signal.Signals) -> str:
+    """How a stop by `sig` is reported: Ctrl-C sends SIGINT; SIGTERM comes from another
+    process (a service manager, `kill`, or the agent itself)."""
+    if sig == signal.SIGINT:
+        return "interrupted by Ctrl-C (SIGINT)"
+    return f"stopped by {sig.name}, sent by another process"
 
 
 def _record_failure(

@@ -2,9 +2,11 @@
 
 Line 1 is a `SessionHeader`; every later line is one event (`workbench.events`). Each line is
 written whole and flushed as it happens, so a process killed mid-write leaves at most one
-partial last line, which `read` skips and reports. Large payloads (images) are files in a
-folder beside the log (`<id>.files/`), referenced by name. Known secret values are scrubbed
-from every line before it is written, whatever event carries them.
+partial last line, which `read` skips and reports. A write that fails (a full disk) is cut
+back to the last complete line and raises `SessionLogWriteError`, whose message says where and
+what to do. Large payloads (images) are files in a folder beside the log (`<id>.files/`),
+referenced by name. Known secret values are scrubbed from every line before it is written,
+whatever event carries them. `list_summaries` lists damaged logs too, saying what is wrong.
 """
 
 from __future__ import annotations
@@ -369,53 +371,120 @@ class SessionSummary:
 
     path: Path
     header: SessionHeader
+    """The log's header; for a log without a readable one, a stand-in named after the file
+    (its time is the file's, model and workspace are empty) and `damaged` says why."""
     task: str
     """The first message the person sent ("" if the log has none)."""
     state: str
     """The last agent state recorded: finished, error or stopped; "unfinished" if the log
     stops in another state (still running, or its process was killed); "" if none."""
+    damaged: str = ""
+    """What is wrong with the file ("" when nothing is): no header, a line that is not JSON,
+    cut mid-line (its complete lines still load), unreadable."""
+
+
+_MAX_BAD_LINES_NAMED = 3
 
 
 def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> SessionSummary:
-    """Summarize a log from its first lines and its last bytes (not the whole file)."""
+    """Summarize a log from its first lines and its last bytes (not the whole file); damage
+    seen there is reported in `damaged`, not raised."""
+    damage: list[str] = []
+    bad: list[str] = []
+    task = ""
     with Path(path).open("rb") as stream:
-        header = SessionHeader.model_validate_json(stream.readline())
-        task = ""
-        for _ in range(head_lines):
+        first = stream.readline()
+        header = _header_of(Path(path), first, damage)
+        for number in range(2, head_lines + 2):
             line = stream.readline()
-            if not line:
-                break
+            if not line.endswith(b"\n"):
+                break  # the end, or a cut last line (seen below)
             event = _json_object(line)
-            if event.get("kind") == "message" and event.get("source") == "user":
+            if not event and line.strip():
+                bad.append(f"line {number} {_not_json(line)}")
+            if not task and event.get("kind") == "message" and event.get("source") == "user":
                 task = str(event.get("text", ""))
-                break
+        head_end = stream.tell()
         size = stream.seek(0, os.SEEK_END)
-        stream.seek(max(0, size - tail_bytes))
-        tail = stream.read().split(b"\n")
+        start = max(len(first), size - tail_bytes)
+        stream.seek(start)
+        tail = stream.read()
+    if first.endswith(b"\n") and size > len(first) and not tail.endswith(b"\n"):
+        damage.append("cut mid-line at the end (its complete lines are listed)")
     state = ""
-    for line in reversed(tail):
+    offset = start
+    for index, line in enumerate(tail.split(b"\n")[:-1]):  # the last piece: "" or a cut line
+        at, offset = offset, offset + len(line) + 1
+        if index == 0 and start > len(first):
+            continue  # most likely cut by the seek, not by the writer
         event = _json_object(line)
+        if not event and line.strip() and at >= head_end:
+            bad.append(f"a line near the end {_not_json(line)}")
         if event.get("kind") == "state":
             last = str(event.get("state", ""))
             state = last if last in ENDED_STATES else "unfinished"
-            break
-    return SessionSummary(Path(path), header, task, state)
+    bad = list(dict.fromkeys(bad))
+    if len(bad) > _MAX_BAD_LINES_NAMED:
+        rest = len(bad) - _MAX_BAD_LINES_NAMED
+        bad[_MAX_BAD_LINES_NAMED:] = [f"{rest} more line(s) that are not JSON objects"]
+    return SessionSummary(Path(path), header, task, state, "; ".join([*damage, *bad]))
+
+
+def _header_of(path: Path, line: bytes, damage: list[str]) -> SessionHeader:
+    """The header in `line`, or a stand-in named after the file (the reason added to
+    `damage`)."""
+    if not line:
+        damage.append("empty file: no header")
+    elif not line.endswith(b"\n"):
+        damage.append("cut in its first line: no complete header")
+    else:
+        try:
+            return SessionHeader.model_validate_json(line)
+        except ValidationError as exc:
+            if _json_object(line):
+                reason = str(exc).splitlines()[0]
+                damage.append(f"line 1 is not a session header ({reason})")
+            else:
+                damage.append(f"line 1 {_not_json(line)}: no header")
+    return _stand_in(path)
+
+
+def _stand_in(path: Path) -> SessionHeader:
+    """A header for a file that has none: its name and time, nothing else known."""
+    try:
+        created = path.stat().st_mtime
+    except OSError:
+        created = 0.0
+    return SessionHeader(
+        workbench_version="", session_id=path.stem, created=created, workspace="", model=""
+    )
+
+
+def _not_json(line: bytes) -> str:
+    """Why a complete line is no event, in a few words."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "is not UTF-8 text"
+    return "is not a JSON object"
 
 
 def _json_object(line: bytes) -> dict[str, Any]:
     try:
         value = json.loads(line)
-    except ValueError:  # a partial line (cut by the tail read, or by a kill)
+    except ValueError:  # a partial line (cut by the tail read, or by a kill), or not JSON
         return {}
     return value if isinstance(value, dict) else {}
 
 
 def list_summaries(directory: Path) -> list[SessionSummary]:
-    """Summaries of the logs in `directory`, newest first (unreadable files are left out)."""
+    """Summaries of the logs in `directory`, newest first; a damaged log is listed too, with
+    `damaged` saying what is wrong."""
     summaries: list[SessionSummary] = []
     for path in sorted(directory.glob("*.jsonl"), reverse=True):
         try:
             summaries.append(summarize(path))
-        except (OSError, ValidationError):
-            continue
+        except OSError as exc:
+            why = f"cannot read it: {exc.strerror or exc}"
+            summaries.append(SessionSummary(path, _stand_in(path), "", "", why))
     return summaries
