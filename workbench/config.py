@@ -440,13 +440,24 @@ def save_setting(path: Path, dotted_key: str, value: Any) -> None:
 
 
 def _write_private(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    """Replace `target` with `text` (mode 0600) in one step; a failed write (a full disk)
+    leaves the file as it was and no temporary file, and says so as a ConfigError."""
+    temp: str | None = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    except BaseException as exc:
+        if temp is not None:
+            Path(temp).unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        where = f"config file {target}"
+        raise ConfigError(
+            f"{where}: cannot save it ({exc.strerror or exc}); it was not changed. Fix: free "
+            f"space on the disk holding {target.parent}, or make it writable.",
+            source=where,
+        ) from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -353,6 +354,22 @@ class TestSaveSetting:
         with pytest.raises(ConfigError, match=r"Did you mean 'llm\.model'"):
             save_setting(file, "llm.modell", "x")
         assert load_config(file, env={}).agent.max_iterations == 12
+
+
+def test_saving_to_a_full_disk_changes_nothing_and_says_so(
+    small_disk: Callable[..., Path],
+) -> None:
+    disk = small_disk("cfg", 16 * 1024)
+    file = write(disk / "config.toml", '# mine\n[llm]\nmodel = "old/model"\n')
+    before = file.read_bytes()
+    (disk / "filler").write_bytes(b"\0" * (16 * 1024 - 4096))  # the last page is the file's
+    with pytest.raises(ConfigError) as caught:
+        save_setting(file, "security.allow", ["bash:" + "x" * 8000])
+    message = str(caught.value)
+    assert "No space left on device" in message and "not changed" in message
+    assert str(file) in message and "Fix:" in message
+    assert file.read_bytes() == before
+    assert sorted(p.name for p in disk.iterdir()) == ["config.toml", "filler"]  # no temp left
 
 
 def test_paths_follow_the_environment(tmp_path: Path) -> None:
