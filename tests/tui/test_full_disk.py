@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_session import _app_for
 
+from workbench.config import load_config
 from workbench.session_log import read
 from workbench.testing.llm_server import ScriptedLLMServer
+from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend
 from workbench.tui.messages import PromptSubmitted
 
@@ -27,6 +28,22 @@ NOISY = {
         }
     ]
 }
+
+
+def _app_for(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
+    (tmp_path / "ws").mkdir()
+    env = {
+        "LLM_MODEL": "openai/test-model",
+        "LLM_BASE_URL": server.base_url,
+        "LLM_API_KEY": "test-key-123456",
+        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+    }
+    config = load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws")})
+    backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+    return create_app(
+        config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path / "t"
+    )
 
 
 async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 60) -> None:
