@@ -60,8 +60,8 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "USAGE",
         ("config_error",),
         "usage/config error",
-        "bad command line or configuration; nothing ran (the message names the file, the key "
-        "and the fix)",
+        "bad command line or configuration, or a model the provider cannot place or find (seen "
+        "at the first LLM call); no step ran (the message names the file, the key and the fix)",
     ),
     ExitCode(
         3,
