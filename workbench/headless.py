@@ -111,9 +111,8 @@ async def run_session(
     warm = _import_litellm_in_background(config.llm)
     try:
         session = new_log(config)
-    except (
-        SessionLogWriteError
-    ) as exc:  # e.g. a full disk: nothing can be recorded, so nothing runs
+    except SessionLogWriteError as exc:
+        # e.g. a full disk: nothing could be recorded, so nothing runs
         warm.cancel()
         printer.notice(str(exc))
         return _summary("log_error", str(exc), None, None, None, started)

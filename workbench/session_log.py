@@ -156,7 +156,7 @@ class SessionLogWriteError(OSError):
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-def write_failure(what: str, path: Path, exc: OSError, kept: str = "") -> SessionLogWriteError:
+def _write_failure(what: str, path: Path, exc: OSError, kept: str = "") -> SessionLogWriteError:
     """The error for `what` (at `path`) failing to be written, with the fix."""
     why = exc.strerror or str(exc)
     folder = path.parent
@@ -166,7 +166,7 @@ def write_failure(what: str, path: Path, exc: OSError, kept: str = "") -> Sessio
         fix = f"make {folder} writable"
     message = (
         f"cannot write {what} {path}: {why}. {kept}Fix: {fix}, or point WORKBENCH_DATA_DIR "
-        "(or [session] dir in the config) at a folder on another disk, then run again."
+        "(or session.dir in the config) at a folder on another disk, then run again."
     )
     return SessionLogWriteError(message, path, exc.errno)
 
@@ -224,7 +224,7 @@ class SessionLog:
         except FileExistsError:
             raise
         except OSError as exc:
-            raise write_failure("the new session log", path, exc, "Nothing was run. ") from exc
+            raise _write_failure("the new session log", path, exc, "Nothing was run. ") from exc
         log = cls(path, header, fd, Scrubber(secrets), fsync)
         try:
             log._write(header.model_dump_json())
@@ -234,7 +234,7 @@ class SessionLog:
             cause = exc.__cause__
             if isinstance(exc, SessionLogWriteError) and isinstance(cause, OSError):
                 nothing = "Nothing was run. "
-                raise write_failure("the new session log", path, cause, nothing) from cause
+                raise _write_failure("the new session log", path, cause, nothing) from cause
             raise
         return log
 
@@ -260,7 +260,7 @@ class SessionLog:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temp.unlink(missing_ok=True)
-            raise write_failure("an image of the session to", target, exc) from exc
+            raise _write_failure("an image of the session to", target, exc) from exc
         return safe
 
     def close(self) -> None:
@@ -272,7 +272,7 @@ class SessionLog:
             os.fsync(self._fd)
         except OSError as exc:
             if self.failure is None:
-                self.failure = write_failure("the session log", self.path, exc)
+                self.failure = _write_failure("the session log", self.path, exc)
         finally:
             os.close(self._fd)
             self._fd = -1
@@ -301,7 +301,7 @@ class SessionLog:
         except OSError as exc:
             self._cut_back()
             kept = f"The log keeps its header and {self.events_written} event(s), each line whole. "
-            self.failure = write_failure("the session log", self.path, exc, kept)
+            self.failure = _write_failure("the session log", self.path, exc, kept)
             raise self.failure from exc
         self._size += len(encoded)
 
