@@ -101,16 +101,29 @@ def read_task(args: argparse.Namespace) -> str | None:
     """The task from -t, -f or stdin (`-t -`), or None when none was given."""
     if args.file is not None:
         try:
-            with open(args.file, encoding="utf-8") as stream:
-                return stream.read()
-        except (OSError, UnicodeDecodeError) as exc:
+            with open(args.file, "rb") as stream:
+                data = stream.read()
+        except OSError as exc:
             raise ValueError(f"cannot read the task file {args.file}: {exc}") from None
+        return _utf8(data, f"the task file {args.file}")
     if args.task == "-":
         if sys.stdin is None or sys.stdin.isatty():
             raise ValueError("-t - reads the task from standard input, but nothing was piped in")
-        return sys.stdin.read()
+        binary = getattr(sys.stdin, "buffer", None)
+        return _utf8(binary.read(), "standard input") if binary else sys.stdin.read()
     task: str | None = args.task
     return task
+
+
+def _utf8(data: bytes, where: str) -> str:
+    """`data` as text; bytes that are not UTF-8 are a clear error, whatever the locale."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"cannot read the task from {where}: not UTF-8 text ({exc.reason} at byte "
+            f"{exc.start}). Fix: convert it to UTF-8, e.g. with iconv -t UTF-8."
+        ) from None
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -143,12 +156,13 @@ def _main_command(argv: Sequence[str], started: float) -> int:
 
     from pydantic import ValidationError
 
-    from workbench.config import ConfigError, load_config, require_model
+    from workbench.config import ConfigError, load_config, require_model, require_sandbox
 
     try:
         config = load_config(args.config and _path(args.config), overrides=overrides_from(args))
         if args.headless:
             require_model(config)
+            require_sandbox(config)
     except ConfigError as exc:
         return _fail(str(exc), args.json)
     except ValidationError as exc:  # a flag's value the schema refuses
@@ -215,13 +229,17 @@ def _sessions_command(argv: Sequence[str]) -> int:
             row = {"session_id": header.session_id, "created": header.created}
             row |= {"model": header.model, "workspace": header.workspace}
             row |= {"task": summary.task, "state": summary.state, "log": str(summary.path)}
+            row |= {"damaged": summary.damaged or None}
             print(json.dumps(row, separators=(",", ":")))
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
             task = " ".join(summary.task.split())
             task = task if len(task) <= 60 else task[:59] + "…"
             state = summary.state or "-"
-            print(f"{header.session_id}  {when}  {state:<10}  {header.model}  {task}")
+            damaged = f"  [damaged: {summary.damaged}]" if summary.damaged else ""
+            print(
+                f"{header.session_id}  {when}  {state:<10}  {header.model or '-'}  {task}{damaged}"
+            )
     if not summaries and not args.json:
         print(f"no sessions in {directory}")
     return 0

@@ -39,7 +39,10 @@ class Section(BaseModel):
     """Base of every config section: unknown keys are errors, field docstrings are docs."""
 
     model_config = ConfigDict(
-        extra="forbid", use_attribute_docstrings=True, validate_assignment=True
+        extra="forbid",
+        use_attribute_docstrings=True,
+        validate_assignment=True,
+        allow_inf_nan=False,  # no setting means anything by NaN or infinity
     )
 
 
@@ -130,6 +133,13 @@ class RemoteConfig(Section):
     """Base URL of the sandbox server, e.g. "http://host:8000"."""
     api_key: SecretStr = SecretStr("")
     """Its bearer token. Never logged or shown."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} does not start with http:// or https://")
+        return url
 
 
 class LocalConfig(Section):

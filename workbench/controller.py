@@ -8,6 +8,7 @@ A run ends with a `RunResult` whose `status` maps to an exit code (`workbench.ex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -38,7 +39,7 @@ from workbench.events import (
 )
 from workbench.exit_codes import RunResult, Status
 from workbench.security.policy import Decision, check, headless_decision
-from workbench.session_log import SessionLog
+from workbench.session_log import SessionLog, SessionLogWriteError
 from workbench.stuck import Step, StuckDetector
 from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY, schemas
@@ -70,7 +71,7 @@ def valid_text(text: str) -> str:
 
 
 _FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
-_ERROR_STATUSES = ("llm_error", "sandbox_error", "internal_error")
+_ERROR_STATUSES = ("config_error", "llm_error", "sandbox_error", "internal_error", "log_error")
 
 
 class _Stop(Exception):
@@ -195,6 +196,8 @@ class Controller(EventHub):
             await self._loop()
         except _Stop as stop:
             status, reason = stop.status, stop.reason
+        except SessionLogWriteError:
+            pass  # _finish_run reports it
         except asyncio.CancelledError:
             status, reason = "interrupted", "the run was cancelled"
             self._finish_run(status, reason)
@@ -202,14 +205,21 @@ class Controller(EventHub):
         except Exception as exc:  # a bug: keep the session log complete and say so
             log.exception("controller failed")
             reason = f"{type(exc).__name__}: {exc}"
-            self._emit(ErrorEvent(id=self._next_id(), error_kind="internal", message=reason))
+            with contextlib.suppress(SessionLogWriteError):  # _finish_run reports it
+                self._emit(ErrorEvent(id=self._next_id(), error_kind="internal", message=reason))
         return self._finish_run(status, reason)
 
     def _finish_run(self, status: Status, reason: str) -> RunResult:
         self._running = False
         self._stop_pump()
+        failure = self.session.failure
+        if failure is not None:  # the log is not whole: that is how this run ended
+            status, reason = "log_error", str(failure)
         state = _FINAL_STATE.get(status, "error" if status in _ERROR_STATUSES else "stopped")
-        self._set_state(state, f"{status}: {reason}" if reason else status)
+        with contextlib.suppress(SessionLogWriteError):  # shown, not logged; said below
+            self._set_state(state, f"{status}: {reason}" if reason else status)
+        if failure is None and self.session.failure is not None:
+            status, reason = "log_error", str(self.session.failure)
         return RunResult(
             status=status,
             exit_code=exit_codes.exit_code(status),
@@ -250,7 +260,7 @@ class Controller(EventHub):
             self._emit(
                 ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
             )
-            raise _Stop("llm_error", str(exc)) from None
+            raise _Stop(exc.run_status, str(exc)) from None
         self.steps += 1
         self.total_steps += 1
         self.prompt_tokens += response.prompt_tokens
@@ -411,9 +421,11 @@ class Controller(EventHub):
         self._emit(MessageEvent(id=self._next_id(), source="environment", text=text))
 
     async def _checkpoint(self) -> None:
-        """Raise the pending stop, or wait here while paused."""
+        """Raise the pending stop (or the log's failure), or wait here while paused."""
         if self._stop_request is not None:
             raise self._stop_request
+        if self.session.failure is not None:  # nothing more may happen unrecorded
+            raise self.session.failure
         if not self._resumed.is_set():
             previous = self.state
             self._set_state("paused")

@@ -28,6 +28,7 @@ Status = Literal[
     "internal_error",
     "interrupted",
     "replay_differs",
+    "log_error",
 ]
 
 
@@ -60,8 +61,8 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "USAGE",
         ("config_error",),
         "usage/config error",
-        "bad command line or configuration; nothing ran (the message names the file, the key "
-        "and the fix)",
+        "bad command line or configuration, or a model the provider cannot place or find (seen "
+        "at the first LLM call); no step ran (the message names the file, the key and the fix)",
     ),
     ExitCode(
         3,
@@ -124,6 +125,15 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "(after normalising times, pids, temporary paths, durations and the workspace path)",
     ),
     ExitCode(
+        12,
+        "LOG_ERROR",
+        ("log_error",),
+        "session log unwritable",
+        "the session log could not be written (a full disk, a read-only or vanished folder): "
+        "the run stopped there, or never started; the log keeps every event written before, "
+        "each line whole, and the message names the folder and the fix",
+    ),
+    ExitCode(
         130,
         "INTERRUPTED",
         ("interrupted",),
@@ -151,6 +161,7 @@ MALFORMED: Final = _code("MALFORMED")
 INTERNAL: Final = _code("INTERNAL")
 REPLAY_DIFFERS: Final = _code("REPLAY_DIFFERS")
 INTERRUPTED: Final = _code("INTERRUPTED")
+LOG_ERROR: Final = _code("LOG_ERROR")
 
 EXIT_CODES: Final[dict[Status, int]] = {
     status: row.code for row in TABLE for status in row.statuses

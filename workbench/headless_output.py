@@ -163,7 +163,8 @@ class HumanPrinter(Printer):
         """The closing line: status, steps, tokens, cost, session, exit code."""
         s = summary
         reason = f" ({s['reason']})" if s.get("reason") else ""
+        session = f"session {s['session_id']}" if s.get("session_id") else "no session"
         self.line(
             f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
-            f"${s['cost']:.4f}, session {s['session_id']}, exit {s['exit_code']}"
+            f"${s['cost']:.4f}, {session}, exit {s['exit_code']}"
         )

@@ -179,6 +179,13 @@ class ControllerBackend:
             self._notify(f"The agent stopped with an error: {task.exception()}", "error")
         controller = self.controller
         left = controller.take_queued() if controller is not None else []
+        if (
+            not task.cancelled()
+            and task.exception() is None
+            and task.result().status == "log_error"
+        ):
+            self._log_failed(task.result().reason, left)
+            return
         if not left or controller is None:
             return
         # Sent while the agent was ending its run: if it finished, they are the next task (as
@@ -191,6 +198,16 @@ class ControllerBackend:
             self._start_run(controller, "\n\n".join(left))
             return
         self._give_back(left, f"the run ended ({ended}) before reading it")
+
+    def _log_failed(self, reason: str, left: list[str]) -> None:
+        """The session log could not be written (a full disk): say so and end the session,
+        so the next task opens a new log instead of running unrecorded."""
+        self._notify(f"The agent was stopped: {reason}", "error", timeout=60)
+        self._give_back(left, "the session log could not be written")
+        self.controller = None
+        if self.session is not None:
+            self.session.close()
+            self.session = None
 
     async def _controller(self) -> Controller:
         if self.controller is not None:

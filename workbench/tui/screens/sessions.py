@@ -43,6 +43,8 @@ class SessionPicker(ModalScreen[Path | None]):
                 text.append(task, style="bold")
                 text.append(f"\n{when}  {summary.state or '-'}  {header.model or '-'}", "dim")
                 text.append(f"  {header.workspace}", "dim")
+                if summary.damaged:
+                    text.append(f"\ndamaged: {summary.damaged}", "yellow")
                 options.append(Option(text, id=header.session_id))
             yield OptionList(*options, id="sessions-list")
 
