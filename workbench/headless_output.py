@@ -122,6 +122,11 @@ class HumanPrinter(Printer):
             f"workbench session {info['session_id']}  model {info['model']}  "
             f"workspace {info['workspace']}"
         )
+        if info.get("resumed_from"):
+            self.line(
+                f"continuing session {info['resumed_from']} "
+                f"({info.get('resumed_events', 0)} earlier events) in a new sandbox"
+            )
 
     def event(self, event: Event) -> None:
         """Print the event, when wanted, in a form a person can scan."""

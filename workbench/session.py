@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
+    from workbench.resume import History
 
 
 def workspace_of(config: Config) -> Path:
@@ -107,12 +108,23 @@ def runtime_warning(runtime: Runtime) -> str | None:
     return warning if isinstance(warning, str) and warning else None
 
 
-def new_log(config: Config) -> SessionLog:
-    """A new session log (header written) in the configured sessions folder."""
+def new_log(config: Config, parent: History | None = None) -> SessionLog:
+    """A new session log (header written) in the configured sessions folder; continuing
+    `parent`, its header names it and the parent's stored images are brought along."""
     header = make_header(
-        new_session_id(), workspace_of(config), config.llm.model, config.redacted_dict()
+        new_session_id(),
+        workspace_of(config),
+        config.llm.model,
+        config.redacted_dict(),
+        parent_id=parent.parent_id if parent else "",
+        parent_event=parent.upto if parent else 0,
     )
-    return SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+    log = SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+    if parent is not None:
+        from workbench.resume import copy_payloads
+
+        copy_payloads(parent, log.payload_dir)
+    return log
 
 
 def make_llm(config: Config, on_retry: RetryHook | None = None) -> LLMClient:
