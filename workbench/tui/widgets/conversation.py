@@ -20,7 +20,7 @@ class ConversationView(CellList):
     """User and agent messages, tool calls and results; enter expands, c copies, b branches."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("b", "branch_here", "Branch here"),
+        Binding("b", "branch_here", "Branch"),
     ]
 
     empty_text = "No task yet: type one below and press enter."
