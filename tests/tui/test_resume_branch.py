@@ -218,3 +218,26 @@ async def test_b_on_a_cell_branches_a_saved_session_there(tmp_path: Path) -> Non
             header = read(backend.session.path).header
             assert (header.parent_id, header.parent_event) == (SID, 5)
             await app.action_quit()
+
+
+async def test_resume_from_the_command_line_shows_the_session_then_continues_it(
+    tmp_path: Path,
+) -> None:
+    from workbench.testing.fake_backend import FakeBackend
+
+    saved = _saved_session(tmp_path)
+    config = _config(tmp_path, "http://127.0.0.1:9")
+    for task, expected in (("", []), ("carry on", [(saved, "carry on", None)])):
+        backend = FakeBackend()
+        app = create_app(
+            config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path
+        )
+        app.initial_session, app.initial_task = saved, task
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(0.1)
+            assert backend.continued == expected
+            view = app.query_one(ConversationView)
+            assert view.cells[0].title == "read the notes"  # the history is on screen
+            marked = app.query_one(StatusBar).data.mark
+            assert marked == ("read-only" if not task else "")
+            await app.action_quit()
