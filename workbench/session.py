@@ -9,6 +9,7 @@ overlap them; `open_controller` then puts the started parts together.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,7 +124,10 @@ def new_log(config: Config, parent: History | None = None) -> SessionLog:
     if parent is not None:
         from workbench.resume import copy_payloads
 
-        copy_payloads(parent, log.payload_dir)
+        try:
+            copy_payloads(parent, log.payload_dir)
+        except OSError as exc:  # only the earlier pictures are lost; the session goes on
+            logging.getLogger(__name__).warning("could not bring the images along: %s", exc)
     return log
 
 
