@@ -207,3 +207,61 @@ def test_unknown_or_ambiguous_id_is_a_usage_error(tmp_path: Path) -> None:
     empty = cli_env(tmp_path / "none", "http://127.0.0.1:9")
     done = run_cli(["--headless", "--last", "-t", "x"], empty, tmp_path)
     assert done.returncode == 2 and "no saved sessions" in done.stderr
+
+
+@pytest.mark.timeout(300)
+def test_tokens_carry_over_so_a_spent_budget_stays_spent(tmp_path: Path) -> None:
+    first = _first_run(tmp_path)
+    spent = read(tmp_path / "data" / "sessions" / f"{first}.jsonl").events
+    tokens = sum(getattr(e, "prompt_tokens", 0) + getattr(e, "completion_tokens", 0) for e in spent)
+    assert tokens > 0
+    with ScriptedLLMServer([finish("never asked")]) as server:
+        env = cli_env(tmp_path, server.base_url, WORKBENCH_BUDGET_MAX_TOKENS=str(tokens))
+        done = run_cli(["--headless", "--json", "--resume", first, "-t", "more"], env, tmp_path)
+        assert not server.requests
+    summary = json_lines(done.stdout)[-1]
+    assert done.returncode == 4 and summary["status"] == "budget"
+    assert summary["tokens"] == tokens and "token budget used up" in summary["reason"]
+
+
+def test_history_cuts_skips_bad_lines_and_brings_images(tmp_path: Path) -> None:
+    from sandbox.protocol import CmdOutputObservation, CmdRunAction
+    from workbench.events import ActionEvent, MessageEvent, ObservationEvent
+    from workbench.resume import copy_payloads, cut_at, load_history
+    from workbench.session_log import SessionLog, make_header
+
+    log = SessionLog.create(tmp_path, make_header("20260101-000000-aaaaaa", "/w", "m"))
+    events: list[Any] = [
+        MessageEvent(id=1, source="user", text="task"),
+        ActionEvent(
+            id=2, tool_name="execute_bash", tool_call_id="a", action=CmdRunAction(command="ls")
+        ),
+        ActionEvent(
+            id=3, tool_name="execute_bash", tool_call_id="b", action=CmdRunAction(command="pwd")
+        ),
+        ObservationEvent(
+            id=4,
+            cause=2,
+            tool_call_id="a",
+            observation=CmdOutputObservation(content="x", command="ls", exit_code=0),
+        ),
+    ]
+    for event in events:
+        log.append(event)
+    log.write_payload("img.png", b"png")
+    log.close()
+    with log.path.open("a") as stream:
+        stream.write('{"id": 5, "kind": "nonsense"}\n')
+    history = load_history(log.path)
+    assert history.skipped_lines == 1 and history.upto == 4 and not history.branched
+    # An action keeps its result, even past another action.
+    assert [e.id for e in cut_at(history.events, 2)] == [1, 2, 3, 4]
+    assert [e.id for e in cut_at(history.events, 3)] == [1, 2, 3]
+    with pytest.raises(ValueError, match="no event 9"):
+        load_history(log.path, upto=9)
+    branch = load_history(log.path, upto=1)
+    assert branch.branched and branch.upto == 1
+    target = tmp_path / "new.files"
+    assert copy_payloads(history, target) == 1
+    assert (target / "img.png").read_bytes() == b"png"
+    assert (target / "img.png").stat().st_ino == (log.payload_dir / "img.png").stat().st_ino
