@@ -241,3 +241,23 @@ async def test_resume_from_the_command_line_shows_the_session_then_continues_it(
             marked = app.query_one(StatusBar).data.mark
             assert marked == ("read-only" if not task else "")
             await app.action_quit()
+
+
+async def test_a_saved_session_shows_its_own_images(tmp_path: Path) -> None:
+    from workbench.testing.fake_backend import FakeBackend
+
+    saved = _saved_session(tmp_path)
+    folder = saved.with_name(f"{SID}.files")
+    folder.mkdir()
+    (folder / "plot.png").write_bytes(b"\x89PNG stored")
+    config = _config(tmp_path, "http://127.0.0.1:9")
+    backend = FakeBackend({"live.png": b"from the backend"})
+    app = create_app(
+        config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_session_file(saved)
+        await pilot.pause(0.1)
+        assert await app.load_artifact("plot.png") == b"\x89PNG stored"
+        assert await app.load_artifact("live.png") == b"from the backend"
+        await app.action_quit()

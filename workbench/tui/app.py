@@ -191,8 +191,8 @@ class WorkbenchApp(App[int]):
             status.set(model=self.config.llm.model, max_steps=self.config.agent.max_iterations)
         if self.backend is not None:
             self.backend.attach(self)
-            self.query_one(JupyterPane).loader = self.backend.load_artifact
-            self.query_one(BrowserPane).loader = self.backend.load_artifact
+            self.query_one(JupyterPane).loader = self.load_artifact
+            self.query_one(BrowserPane).loader = self.load_artifact
             # After the first frames: litellm's import (a thread holding the GIL for long
             # stretches) and the sandbox's start would otherwise hold them up.
             self.call_after_refresh(self.set_timer, BACKEND_START_DELAY_S, self._start_backend)
@@ -201,6 +201,18 @@ class WorkbenchApp(App[int]):
         if self.backend is not None and self.initial_task:
             self.post_message(PromptSubmitted(self.initial_task))
         self.query_one(PromptInput).focus()
+
+    async def load_artifact(self, name: str) -> bytes:
+        """An image by name: from the files folder of the saved session shown, else the
+        backend's (the open session's folder, then the sandbox)."""
+        saved = self.saved
+        if saved is not None:
+            stored = saved.path.with_name(f"{saved.path.stem}.files") / Path(name).name
+            if stored.is_file():
+                return stored.read_bytes()
+        if self.backend is None:
+            raise FileNotFoundError(name)
+        return await self.backend.load_artifact(name)
 
     def _start_backend(self) -> None:
         if self.backend is not None:
