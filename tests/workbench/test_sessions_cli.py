@@ -175,3 +175,33 @@ def test_sessions_piped_into_head_has_no_traceback(tmp_path: Path) -> None:
         )
         assert done.stderr == "", done.stderr
         assert len(done.stdout.splitlines()) == 1
+
+
+def test_a_headless_run_piped_into_head_finishes_without_a_traceback(tmp_path: Path) -> None:
+    from headless_harness import bash, finish
+
+    from workbench.testing.llm_server import ScriptedLLMServer
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = [bash("seq 1 3000"), bash("seq 1 3000"), finish("counted")]
+    with ScriptedLLMServer(script) as server:
+        env = cli_env(tmp_path, server.base_url)
+        command = (
+            f"{sys.executable} -m workbench --headless --workspace {workspace} -t count "
+            "| head -n 1; exit ${PIPESTATUS[0]}"
+        )
+        done = subprocess.run(
+            ["bash", "-c", command],
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.stderr == "", done.stderr
+    assert done.returncode == 0  # the run's own exit code: it finished
+    assert done.stdout.startswith("workbench session ")
+    (log,) = (tmp_path / "data" / "sessions").glob("*.jsonl")
+    assert read(log).events[-1].kind == "state"  # the run went on to its end, logged whole
