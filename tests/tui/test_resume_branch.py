@@ -52,10 +52,10 @@ def _config(tmp_path: Path, base_url: str) -> Config:
     return load_config(env=env, overrides=overrides)
 
 
-def _saved_session(tmp_path: Path) -> Path:
+def _saved_session(tmp_path: Path, workspace: str = "ws") -> Path:
     """A finished session: the task, two commands and their results, the finish."""
-    (tmp_path / "ws").mkdir(exist_ok=True)
-    log = SessionLog.create(tmp_path / "s", make_header(SID, str(tmp_path / "ws"), MODEL))
+    (tmp_path / workspace).mkdir(exist_ok=True)
+    log = SessionLog.create(tmp_path / "s", make_header(SID, str(tmp_path / workspace), MODEL))
     steps: list[Any] = [
         StateChangedEvent(id=1, state="running"),
         MessageEvent(id=2, source="user", text="read the notes"),
@@ -261,3 +261,25 @@ async def test_a_saved_session_shows_its_own_images(tmp_path: Path) -> None:
         assert await app.load_artifact("plot.png") == b"\x89PNG stored"
         assert await app.load_artifact("live.png") == b"from the backend"
         await app.action_quit()
+
+
+@pytest.mark.timeout(120)
+async def test_a_session_whose_workspace_is_gone_stays_read_only_and_keeps_the_text(
+    tmp_path: Path,
+) -> None:
+    saved = _saved_session(tmp_path, "old")
+    (tmp_path / "old").rmdir()
+    with ScriptedLLMServer({"steps": [FINISH]}) as server:
+        app = _app(tmp_path, server)
+        async with app.run_test(size=(140, 40)) as pilot:
+            app.open_session_file(saved)
+            prompt = app.query_one(PromptInput)
+            prompt.focus()
+            await pilot.press(*_keys("go on"), "enter")
+            errors = lambda: [n for n in app._notifications if "no longer exists" in n.message]  # noqa: E731
+            await _until(pilot, errors, "the error")
+            assert str(tmp_path / "old") in errors()[0].message
+            assert app.saved is not None and app.query_one(StatusBar).data.mark == "read-only"
+            assert prompt.text == "go on"
+            assert not server.requests
+            await app.action_quit()

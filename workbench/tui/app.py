@@ -403,10 +403,19 @@ class WorkbenchApp(App[int]):
                 timeout=6,
                 markup=False,
             )
-            work = self.backend.continue_session(saved.path, message.text, saved.upto)
-            self._background(work, "resume")
+            self._background(self._continue(saved, message.text), "resume")
             return
         self._background(self.backend.submit(message.text), "submit")
+
+    async def _continue(self, saved: SavedView, text: str) -> None:
+        """Continue `saved` with `text`; if that fails, the view and the text are as before."""
+        assert self.backend is not None
+        try:
+            await self.backend.continue_session(saved.path, text, saved.upto)
+        except Exception:
+            self._show_saved(saved)
+            self.query_one(PromptInput).take_back([text])
+            raise  # shown as a notification
 
     def on_confirmation_answered(self, message: ConfirmationAnswered) -> None:
         """Pass the answer to the controller."""
