@@ -6,6 +6,8 @@ Nothing here imports Textual at import time; the app is reached only through `Ap
 (`post_message` for events and progress, `notify`, `feed_output` for live shell output). The
 first paint never waits for any of it. One session, one controller, one run at a time: a
 message sent while the first task waits for start-up or for its session is queued for it.
+`continue_session` opens the next session as the continuation of a saved one (resume, branch:
+`workbench.resume`), in a sandbox no session has used yet, on the saved session's workspace.
 """
 
 from __future__ import annotations
