@@ -3,7 +3,8 @@ show, delete and export saved sessions (`sessions_cli.py`), `policy` to ask the 
 policy (`policy_cli.py`); `--resume ID`/`--last` continue a saved session in either front end.
 
 Whatever prints survives a reader that stops early (`workbench sessions | head`): a closed
-pipe ends the command quietly with exit code 0.
+pipe ends a listing quietly with exit code 0; a headless run stops printing, goes on to its end
+and keeps its own exit code (`headless_output.Printer.line`).
 
 Only the standard library (and `workbench.exit_codes`, which needs nothing else) is imported
 before the arguments are parsed, so `--help` and usage errors answer at once; configuration
