@@ -46,6 +46,7 @@ from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
     from workbench.llm import ChatModel, ToolCall
+    from workbench.resume import History
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
 
@@ -162,6 +163,24 @@ class Controller(EventHub):
             self._current.cancel()
         self._wakeup.set()
         self._resumed.set()
+
+    def restore(self, history: History) -> None:
+        """Start from a saved session: its events are copied into this log (subscribers do not
+        see them), its tokens and cost count towards this session's budget, and the model is
+        told, in a message, that the shell and the kernel start afresh."""
+        from workbench.resume import resume_note
+
+        if self.events:
+            raise RuntimeError("restore() must come before any event of this session")
+        for event in history.events:
+            self.events.append(event)
+            self.session.append(event)
+        self.total_steps = history.steps
+        self.prompt_tokens = history.prompt_tokens
+        self.completion_tokens = history.completion_tokens
+        self.cost = history.cost
+        note = resume_note(history, self.workspace)
+        self._emit(MessageEvent(id=self._next_id(), source="environment", text=note))
 
     # ------------------------------------------------------------------ the loop
 

@@ -59,7 +59,8 @@ class EventHub:
         return lambda: subs.remove(callback) if callback in subs else None
 
     def _next_id(self) -> int:
-        return len(self.events) + 1
+        # The last id + 1, not the count: restored history may lack a line that did not parse.
+        return self.events[-1].id + 1 if self.events else 1
 
     def _emit(self, event: Event) -> None:
         """Log `event`, then hand it to the subscribers.

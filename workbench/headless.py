@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
@@ -38,6 +38,9 @@ from workbench.session import (
     workspace_of,
 )
 from workbench.session_log import SessionLog, SessionLogWriteError
+
+if TYPE_CHECKING:
+    from workbench.resume import History
 
 MAX_NUDGES = 2
 NUDGE = (
@@ -101,30 +104,36 @@ def _settle(future: asyncio.Future[None], exc: BaseException | None) -> None:
 
 
 async def run_session(
-    config: Config, task: str, printer: Printer, started: float | None = None
+    config: Config,
+    task: str,
+    printer: Printer,
+    started: float | None = None,
+    history: History | None = None,
 ) -> dict[str, Any]:
-    """Run `task` once; returns the summary (status, exit code, accounting, session id)."""
+    """Run `task` once (continuing `history` if given: a new log linked to its session);
+    returns the summary (status, exit code, accounting, session id)."""
     from workbench.llm import LLMError
 
     started = time.monotonic() if started is None else started
     # litellm's import (and priming) in a thread, meanwhile ...
     warm = _import_litellm_in_background(config.llm)
     try:
-        session = new_log(config)
+        session = new_log(config, parent=history)
     except SessionLogWriteError as exc:
         # e.g. a full disk: nothing could be recorded, so nothing runs
         warm.cancel()
         printer.notice(str(exc))
-        return _summary("log_error", str(exc), None, None, None, started)
+        return _summary("log_error", str(exc), None, None, None, started, history)
     session_id = session.session_id
-    printer.start(
-        {
-            "session_id": session_id,
-            "model": config.llm.model,
-            "workspace": str(workspace_of(config)),
-            "log": str(session.path),
-        }
-    )
+    start: dict[str, Any] = {
+        "session_id": session_id,
+        "model": config.llm.model,
+        "workspace": str(workspace_of(config)),
+        "log": str(session.path),
+    }
+    if history is not None:
+        start |= {"resumed_from": history.parent_id, "resumed_events": len(history.events)}
+    printer.start(start)
     controller: Controller | None = None
     result: RunResult | None = None
     status: Status = "internal_error"
@@ -164,6 +173,8 @@ async def run_session(
 
         controller.subscribe(show)
         controller.subscribe(Nudger(controller))
+        if history is not None:
+            controller.restore(history)
         result = await controller.run(task)
         status, reason = result.status, result.reason
     except SandboxError as exc:
@@ -194,7 +205,7 @@ async def run_session(
         status, reason = "log_error", str(session.failure)
     if status == "log_error":
         printer.notice(reason)
-    return _summary(status, reason, controller, session_id, session, started)
+    return _summary(status, reason, controller, session_id, session, started, history)
 
 
 def _summary(
@@ -204,6 +215,7 @@ def _summary(
     session_id: str | None,
     session: SessionLog | None,
     started: float,
+    history: History | None = None,
 ) -> dict[str, Any]:
     """The run's summary line (no session id or log when none could be opened)."""
     return {
@@ -217,6 +229,7 @@ def _summary(
         "cost": controller.cost if controller else 0.0,
         "session_id": session_id,
         "log": str(session.path) if session else None,
+        **({"resumed_from": history.parent_id} if history is not None else {}),
         "duration_s": round(time.monotonic() - started, 3),
     }
 
@@ -262,13 +275,14 @@ def run_headless(
     out: TextIO | None = None,
     err: TextIO | None = None,
     started: float | None = None,
+    history: History | None = None,
 ) -> int:
-    """Run one task headless and return the process exit code."""
+    """Run one task headless (continuing `history` if given) and return the exit code."""
     scrub = scrubber_of(config)
     kind = JsonPrinter if json_mode else HumanPrinter
     printer = kind(out, err, all_events=config.log_all_events, scrub=scrub)
     try:
-        summary = asyncio.run(run_session(config, task, printer, started))
+        summary = asyncio.run(run_session(config, task, printer, started, history))
     except KeyboardInterrupt:  # Ctrl-C before the loop could install its handler
         return exit_codes.INTERRUPTED
     printer.summary(summary)

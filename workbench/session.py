@@ -9,6 +9,7 @@ overlap them; `open_controller` then puts the started parts together.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
+    from workbench.resume import History
 
 
 def workspace_of(config: Config) -> Path:
@@ -112,15 +114,32 @@ def runtime_warning(runtime: Runtime) -> str | None:
     return warning if isinstance(warning, str) and warning else None
 
 
-def new_log(config: Config, parent: dict[str, Any] | None = None) -> SessionLog:
-    """A new session log (header written) in the configured sessions folder; `parent` names
-    the session it goes on from (its id, and how), written into the header."""
+def new_log(
+    config: Config, parent: History | None = None, link: dict[str, Any] | None = None
+) -> SessionLog:
+    """A new session log (header written) in the configured sessions folder. Continuing
+    `parent` (resume, branch), its header names it and the parent's stored images are brought
+    along; `link` names a session it goes on from another way (`replay --continue-from`: its
+    id, log, step and how), written into the header as `parent`."""
     header = make_header(
-        new_session_id(), workspace_of(config), config.llm.model, config.redacted_dict()
+        new_session_id(),
+        workspace_of(config),
+        config.llm.model,
+        config.redacted_dict(),
+        parent_id=parent.parent_id if parent else str((link or {}).get("session_id", "")),
+        parent_event=parent.upto if parent else 0,
     )
+    if link is not None:
+        header = SessionHeader(**header.model_dump(), parent=link)
+    log = SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
     if parent is not None:
-        header = SessionHeader(**header.model_dump(), parent=parent)
-    return SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+        from workbench.resume import copy_payloads
+
+        try:
+            copy_payloads(parent, log.payload_dir)
+        except OSError as exc:  # only the earlier pictures are lost; the session goes on
+            logging.getLogger(__name__).warning("could not bring the images along: %s", exc)
+    return log
 
 
 def make_llm(config: Config, on_retry: RetryHook | None = None) -> LLMClient:

@@ -61,6 +61,10 @@ class SessionHeader(BaseModel):
     model: str
     config_digest: str = ""
     config: dict[str, Any] = {}
+    parent_id: str = ""
+    """The session this one continues (resumed or branched from it); "" for a new one."""
+    parent_event: int = 0
+    """The id of the parent's last event copied into this log (events up to it are history)."""
 
 
 def workbench_version() -> str:
@@ -103,8 +107,11 @@ def make_header(
     workspace: str | Path,
     model: str,
     config: Mapping[str, Any] | None = None,
+    parent_id: str = "",
+    parent_event: int = 0,
 ) -> SessionHeader:
-    """A header for a new session; `config` is redacted and digested here."""
+    """A header for a new session (`parent_*`: the session it continues); `config` is
+    redacted and digested here."""
     clean = redact(dict(config or {}))
     return SessionHeader(
         workbench_version=workbench_version(),
@@ -114,6 +121,8 @@ def make_header(
         model=model,
         config_digest=config_digest(clean),
         config=clean,
+        parent_id=parent_id,
+        parent_event=parent_event,
     )
 
 

@@ -89,7 +89,7 @@ async def continue_from(recording: Recording, config: Config, n: int, json_mode:
         _report_differences(results, printer, json_mode)
         await warm
         parent = {"session_id": recording.session_id, "log": str(recording.path.absolute())}
-        session = new_log(config, parent=parent | {"step": n, "how": "continue-from"})
+        session = new_log(config, link=parent | {"step": n, "how": "continue-from"})
         llm = make_llm(
             config, on_retry=lambda err, k, wait: printer.notice(err.retry_notice(k, wait))
         )
