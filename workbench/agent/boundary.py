@@ -125,11 +125,15 @@ def decode_arguments(call_name: str, raw: str) -> dict[str, Any]:
             f"column {exc.colno}): {clip(raw)!r}. Send a JSON object such as "
             f'{{"command": "ls"}}.'
         ) from None
-    except (RecursionError, ValueError) as exc:  # nested too deep; NaN; a number too long
+    except RecursionError as exc:
         raise ToolCallError(
             f"The arguments of {call_name} cannot be read: {clip(str(exc), 120)}. Send a "
-            f"JSON object nested at most {MAX_DEPTH} levels deep, with finite numbers of at "
-            f"most {MAX_NUMBER} in size."
+            f"JSON object nested at most {MAX_DEPTH} levels deep."
+        ) from None
+    except ValueError as exc:  # NaN or Infinity; a number too large or too long
+        raise ToolCallError(
+            f"The arguments of {call_name} cannot be read: {clip(str(exc), 120)}. Send "
+            f"finite numbers of at most {MAX_NUMBER} in size."
         ) from None
     if not isinstance(args, dict):
         raise ToolCallError(
