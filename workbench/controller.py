@@ -226,6 +226,8 @@ class Controller(EventHub):
             raise _Stop("max_iterations", f"reached the limit of {self.max_iterations} steps")
         over = self.budget.exceeded(self.prompt_tokens + self.completion_tokens, self.cost)
         if over:
+            if self.tokens_estimated and over.startswith("token"):
+                over += "; some estimated: the provider reported no usage"
             raise _Stop("budget", over)
         messages = self._messages.build(self.events)
         from workbench.llm import LLMError

@@ -188,7 +188,6 @@ async def run_session(
         "prompt_tokens": controller.prompt_tokens if controller else 0,
         "completion_tokens": controller.completion_tokens if controller else 0,
         "tokens": (controller.prompt_tokens + controller.completion_tokens) if controller else 0,
-        "tokens_estimated": controller.tokens_estimated if controller else False,
         "cost": controller.cost if controller else 0.0,
         "session_id": session_id,
         "log": str(session.path),

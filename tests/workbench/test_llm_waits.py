@@ -61,7 +61,8 @@ async def test_the_token_budget_ends_a_run_whose_provider_reports_no_usage(
         summary = await run_session(config, "go", HumanPrinter(out, out, all_events=True))
     assert summary["status"] == "budget", out.getvalue()
     assert "token budget used up" in summary["reason"]
-    assert summary["tokens_estimated"] is True and summary["tokens"] >= 1500
+    assert "some estimated: the provider reported no usage" in summary["reason"]
+    assert summary["tokens"] >= 1500
     assert len(server.requests) < 8
     assert "(estimated: no usage reported)" in out.getvalue()
     calls = [e for e in read(Path(summary["log"])).events if isinstance(e, LLMCallEvent)]
@@ -79,12 +80,13 @@ def test_a_model_that_never_answers_meets_the_deadline_with_notices(tmp_path: Pa
             WORKBENCH_LLM_DEADLINE_S="2.5",
             WORKBENCH_LLM_WAIT_NOTICE_S="0.5",
         )
-        started = time.monotonic()
-        result = run_cli(["--headless", "--json", "-t", "go"], env, workspace, timeout=60)
-        took = time.monotonic() - started
+        result = run_cli(["--headless", "--json", "-t", "go"], env, workspace, timeout=120)
     assert result.returncode == 7, result.stderr
-    assert took < 20, took  # start-up included; 785 s under the defaults before
     lines = json_lines(result.stdout)
+    events = [line["event"] for line in lines if line["type"] == "event"]
+    # From the task to the error: the deadline, not 785 s as under the defaults before.
+    took = events[-1]["timestamp"] - events[0]["timestamp"]
+    assert events[-1]["kind"] == "error" and 2.5 <= took < 5, took
     waits = [
         line["event"]
         for line in lines
