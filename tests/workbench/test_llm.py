@@ -357,3 +357,36 @@ def test_connection_errors_read_without_aiohttp_internals() -> None:
         kind="refused",
     )
     assert "(connection refused: nothing is listening there; is the server running?)" in refused
+
+
+async def test_a_whole_reply_litellm_cannot_decode_is_a_bad_reply_not_retried(
+    llm_server: Start,
+) -> None:
+    deep = '{"command": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    long_int = '{"command": ' + "9" * 5000 + "}"
+    for arguments, cause in ((deep, "RecursionError"), (long_int, "ValueError: Exceeds")):
+        server = llm_server([{"tool_calls": [{"name": "execute_bash", "arguments": arguments}]}])
+        with pytest.raises(LLMError) as caught:
+            await client_for(server).complete(MESSAGES, TOOLS)
+        error = caught.value
+        assert error.kind == "bad_reply" and not error.retryable and len(server.requests) == 1
+        assert f"could not be read ({cause}" in str(error)
+        assert_no_key(error)
+
+
+def test_an_unreadable_completion_for_another_cause_is_a_server_error() -> None:
+    from workbench.llm.errors import classify
+
+    class APIConnectionError(Exception):
+        pass
+
+    error = classify(
+        APIConnectionError(
+            "APIConnectionError: OpenAIException - Invalid response object KeyError"
+        ),
+        model="openai/m",
+        base_url="",
+        timeout_s=5,
+        secrets=[],
+    )
+    assert error.kind == "server" and "not a chat completion" in str(error)

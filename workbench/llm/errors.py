@@ -122,6 +122,15 @@ def _unreadable_content(exc: BaseException) -> str | None:
     return None
 
 
+def _invalid_reply(model: str, where: str, detail: str, status: int | None) -> LLMError:
+    return LLMError(
+        "server",
+        f"The LLM server for {model}{where} sent a reply that is not a chat completion "
+        f"({detail}). Try again later; check llm.base_url if it keeps happening.",
+        status=status,
+    )
+
+
 def retry_after_s(exc: BaseException) -> float | None:
     """The wait a `Retry-After` header on the failed response asks for, if any."""
     headers = getattr(exc, "litellm_response_headers", None)  # litellm keeps the real ones here
@@ -168,6 +177,8 @@ def classify(
             "are nested too deep or hold a number too long to decode.",
             status=status,
         )
+    if lowered.startswith("invalid response object"):  # litellm could not read a 200's body
+        return _invalid_reply(model, where, detail, status)
     if "APIConnectionError" in names or any(sign in lowered for sign in _CONNECTION_SIGNS):
         refused = any(sign in lowered for sign in _REFUSED_SIGNS)
         return LLMError(
@@ -218,12 +229,7 @@ def classify(
             status=status,
         )
     if any(sign in lowered for sign in _INVALID_REPLY_SIGNS):  # a 200 whose body is not JSON
-        return LLMError(
-            "server",
-            f"The LLM server for {model}{where} sent a reply that is not a chat completion "
-            f"({detail}). Try again later; check llm.base_url if it keeps happening.",
-            status=status,
-        )
+        return _invalid_reply(model, where, detail, status)
     if (status or 0) >= 500 or names & _SERVER_ERRORS:
         return LLMError(
             "server",
