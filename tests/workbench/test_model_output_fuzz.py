@@ -6,6 +6,7 @@ or Infinity, no lone surrogates), and the session log reads back whole."""
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import subprocess
@@ -14,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from headless_harness import cli_env, finish, run_cli
+from headless_harness import cli_env, finish, make_config, run_cli
 
 from workbench.events import ActionEvent, AgentErrorEvent, MessageEvent, ObservationEvent
+from workbench.headless import run_session
+from workbench.headless_output import HumanPrinter
 from workbench.session_log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -348,3 +351,19 @@ def test_generated_calls_get_answers_the_agent_can_act_on(run: Run) -> None:
     assert len(errors) >= GENERATED // 2  # most of them are malformed on purpose
     for error in errors:  # each says what was wrong; what it quotes is bounded
         assert len(error.content) > 20 and len(error.arguments) <= 10_100, error.content[:200]
+
+
+async def test_replies_that_cannot_be_read_again_and_again_end_as_malformed(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    unreadable = {"tool_calls": [_bash_raw(_deep(2000))]}  # past litellm's recursion limit
+    async with ScriptedLLMServer({"steps": [], "default": unreadable}) as server:
+        config = make_config(tmp_path, server.base_url, workspace, agent__max_malformed_calls=3)
+        summary = await run_session(config, "go", HumanPrinter(io.StringIO(), io.StringIO()))
+    assert (summary["status"], summary["exit_code"]) == ("malformed", 9)
+    assert summary["reason"] == "3 malformed tool calls in a row"
+    assert len(server.requests) == 3  # each unreadable reply was answered, never retried
+    notes = _notes(list(read(Path(summary["log"])).events))
+    assert len(notes) == 3 and all("could not be read" in note for note in notes)
