@@ -16,9 +16,14 @@ from test_llm import MESSAGES, TOOLS, Start, client_for
 from workbench.events import LLMCallEvent, LLMWaitEvent
 from workbench.headless import run_session
 from workbench.headless_output import HumanPrinter
-from workbench.llm import LLMError
+from workbench.llm import LLMError, load_litellm
 from workbench.session_log import read
 from workbench.testing.llm_server import ScriptedLLMServer
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_once() -> None:
+    load_litellm()  # seconds of CPU, once per test process: not inside a timed call
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -142,6 +147,7 @@ async def test_a_refused_connection_has_its_own_short_retry_policy(llm_server: S
     assert "gave up after 2 retries" in str(error)
     assert "connection refused: nothing is listening there" in str(error)
     assert notices == [("refused", 1, 0.05), ("refused", 2, 0.1)]
+    assert error.retry_notice(1, 0.05).startswith("LLM connection refused, retry 1 in 0.1 s:")
 
 
 async def test_other_failures_keep_the_longer_policy(llm_server: Start) -> None:

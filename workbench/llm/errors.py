@@ -66,7 +66,8 @@ class LLMError(Exception):
 
     def retry_notice(self, retry: int, wait_s: float) -> str:
         """What front ends show before retry number `retry` (1-based), `wait_s` from now."""
-        return f"LLM {self.kind} error, retry {retry} in {wait_s:.1f} s: {self}"
+        what = "connection refused" if self.kind == "refused" else f"{self.kind} error"
+        return f"LLM {what}, retry {retry} in {wait_s:.1f} s: {self}"
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (self.kind, str(self), self.status, self.retries))
