@@ -33,6 +33,7 @@ __all__ = [
     "clean_text",
     "decode_arguments",
     "echo",
+    "type_name",
 ]
 
 MAX_DEPTH = 64
@@ -59,7 +60,8 @@ def clean_text(text: str) -> str:
 
 
 def echo(arguments: str) -> str:
-    """A malformed call's arguments as they are kept with its error: clean, and cut."""
+    """A malformed call's arguments as they are kept with its error: head and tail of at most
+    `MAX_ECHO_CHARS` (the log and every later request carry them)."""
     if len(arguments) <= MAX_ECHO_CHARS:
         return arguments
     cut = len(arguments) - MAX_ECHO_CHARS
