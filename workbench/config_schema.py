@@ -65,6 +65,18 @@ class LLMConfig(Section):
     """Wait before the first retry; each further retry waits twice as long."""
     retry_max_wait_s: float = Field(default=60.0, ge=0)
     """The longest wait between two retries."""
+    connect_retries: int = Field(default=2, ge=0, le=100)
+    """Retries after a refused connection (nothing listening at the address): a server that
+    is down rarely comes back within the minute num_retries would wait."""
+    connect_retry_wait_s: float = Field(default=1.0, ge=0)
+    """Wait before the first retry of a refused connection; each further one waits twice as
+    long (at most retry_max_wait_s)."""
+    deadline_s: float = Field(default=300.0, ge=0, allow_inf_nan=False)
+    """Seconds one model call may take in all, its retries and the waits between them
+    included; then the run ends with an LLM error (exit 7). 0: no deadline."""
+    wait_notice_s: float = Field(default=10.0, ge=0, allow_inf_nan=False)
+    """Seconds without an answer from the model before a waiting notice is shown (again each
+    time the wait doubles); 0: never."""
     stream: bool = False
     """Stream the reply token by token (the TUI shows text as it arrives)."""
     max_output_tokens: int = Field(default=0, ge=0)

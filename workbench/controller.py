@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
+from workbench.agent.boundary import clean_reply, echo
 from workbench.agent.messages import MessageBuilder, observation_text, tool_arguments
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
@@ -33,6 +34,7 @@ from workbench.events import (
     ErrorEvent,
     Event,
     LLMCallEvent,
+    LLMWaitEvent,
     MessageEvent,
     ObservationEvent,
     RejectedObservation,
@@ -45,7 +47,7 @@ from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
-    from workbench.llm import ChatModel, ToolCall
+    from workbench.llm import ChatModel, LLMResponse, ToolCall
     from workbench.resume import History
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
@@ -54,21 +56,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 ConfirmHook = Callable[[ActionEvent, ConfirmationRequestEvent], Awaitable[Decision]]
 
+UNREADABLE_REPLY = (
+    "Your last reply could not be read, so none of its tool calls ran: {why} Send the call "
+    "again with arguments nested at most a few levels deep and numbers of ordinary size."
+)
 STUCK_WARNING = (
     "You seem to be stuck: {why}. Repeating it will not help. Step back, think about why it "
     'fails, and try a different approach, or call finish with outcome "gave_up" if you '
     "cannot go on. If this continues, the session will be stopped."
 )
-
-
-def valid_text(text: str) -> str:
-    """`text` as UTF-8 can carry it: surrogate pairs (split JSON escapes) joined into their
-    character, a lone surrogate replaced by U+FFFD (the session log could not write it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 _FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
@@ -118,6 +114,8 @@ class Controller(EventHub):
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cost = 0.0
+        self.tokens_estimated = False
+        """True once a reply's tokens were estimated (the provider reported no usage)."""
         self.budget = Budget.from_config(config.budget)
         self._inbox: deque[str] = deque()
         self._wakeup = asyncio.Event()
@@ -269,22 +267,31 @@ class Controller(EventHub):
             raise _Stop("max_iterations", f"reached the limit of {self.max_iterations} steps")
         over = self.budget.exceeded(self.prompt_tokens + self.completion_tokens, self.cost)
         if over:
+            if self.tokens_estimated and over.startswith("token"):
+                over += "; some estimated: the provider reported no usage"
             raise _Stop("budget", over)
         messages = self._messages.build(self.events)
         from workbench.llm import LLMError
 
         try:
-            response = await self._guard(self.llm.complete(messages, self.tool_schemas))
+            response = await self._ask_llm(messages)
         except LLMError as exc:
+            if exc.kind == "bad_reply":  # the model's own output: a malformed call to answer
+                self.steps += 1
+                self.total_steps += 1
+                self._malformed(UNREADABLE_REPLY.format(why=exc))
+                return
             self._emit(
                 ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
             )
             raise _Stop(exc.run_status, str(exc)) from None
+        response = clean_reply(response)
         self.steps += 1
         self.total_steps += 1
         self.prompt_tokens += response.prompt_tokens
         self.completion_tokens += response.completion_tokens
         self.cost += response.cost
+        self.tokens_estimated = self.tokens_estimated or response.estimated
         self._emit(
             LLMCallEvent(
                 id=self._next_id(),
@@ -294,25 +301,56 @@ class Controller(EventHub):
                 cost=response.cost,
                 latency_ms=response.latency_ms,
                 retries=response.retries,
+                estimated=response.estimated,
             )
         )
-        content = valid_text(response.content)
         if not response.tool_calls:
-            self._emit(MessageEvent(id=self._next_id(), source="agent", text=content))
+            self._emit(MessageEvent(id=self._next_id(), source="agent", text=response.content))
             self._set_state("awaiting_user", "the agent replied without a tool call")
             return
-        calls = [
-            replace(call, name=valid_text(call.name), arguments=valid_text(call.arguments))
-            for call in response.tool_calls
-        ]
-        actions = self._parse_calls(content, calls)
+        actions = self._parse_calls(response.content, response.tool_calls)
         for event in actions:
             await self._checkpoint()
             await self._run_action(event)
+        self._check_malformed()
+        self._check_stuck()
+
+    def _malformed(self, text: str) -> None:
+        """Answer a reply none of whose calls could be read, and count it as malformed."""
+        self._malformed_run += 1
+        self._emit(MessageEvent(id=self._next_id(), source="environment", text=text))
+        self._check_malformed()
+
+    def _check_malformed(self) -> None:
         limit = self.config.agent.max_malformed_calls
         if self._malformed_run >= limit:
             raise _Stop("malformed", f"{self._malformed_run} malformed tool calls in a row")
-        self._check_stuck()
+
+    async def _ask_llm(self, messages: list[dict[str, Any]]) -> LLMResponse:
+        """One LLM call, with a waiting notice (`LLMWaitEvent`) while it takes long."""
+        notice = self.config.llm.wait_notice_s
+        watcher = asyncio.ensure_future(self._announce_wait(notice)) if notice > 0 else None
+        try:
+            return await self._guard(self.llm.complete(messages, self.tool_schemas))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    async def _announce_wait(self, first_s: float) -> None:
+        """Emit an `LLMWaitEvent` after `first_s` seconds, then each time the wait doubles."""
+        started = time.monotonic()
+        at = first_s
+        while True:
+            await asyncio.sleep(max(0.0, at - (time.monotonic() - started)))
+            self._emit(
+                LLMWaitEvent(
+                    id=self._next_id(),
+                    model=self.config.llm.model,
+                    waited_s=round(time.monotonic() - started, 1),
+                    deadline_s=self.config.llm.deadline_s,
+                )
+            )
+            at *= 2
 
     def _parse_calls(self, content: str, calls: list[ToolCall]) -> list[ActionEvent]:
         thought = content
@@ -333,7 +371,7 @@ class Controller(EventHub):
                         id=self._next_id(),
                         tool_name=call.name,
                         tool_call_id=call_id,
-                        arguments=call.arguments,
+                        arguments=echo(call.arguments),
                         content=str(exc),
                     )
                 )

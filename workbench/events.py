@@ -213,6 +213,19 @@ class LLMCallEvent(_Event):
     cost: float
     latency_ms: float
     retries: int = 0
+    estimated: bool = False
+    """True when the provider reported no usage and the tokens are workbench's estimate."""
+
+
+class LLMWaitEvent(_Event):
+    """The model has not answered for `waited_s` seconds (retries included); the call goes on
+    until `deadline_s` (0: no deadline). Front ends show it so a long wait is not silence."""
+
+    kind: Literal["llm_wait"] = "llm_wait"
+    source: EventSource = "environment"
+    model: str
+    waited_s: float
+    deadline_s: float = 0.0
 
 
 class ErrorEvent(_Event):
@@ -233,6 +246,7 @@ Event = Annotated[
     | ConfirmationDecisionEvent
     | StateChangedEvent
     | LLMCallEvent
+    | LLMWaitEvent
     | ErrorEvent,
     Field(discriminator="kind"),
 ]

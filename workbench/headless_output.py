@@ -2,18 +2,23 @@
 
 Both printers see the same events. By default they show the events a person follows (messages,
 actions, results, confirmations, errors); `log_all_events` adds state changes and LLM calls.
-Every printed line goes through the secret scrubber first.
+Every printed line goes through the secret scrubber first. JSON lines are strict JSON: a
+number that is not finite is written as the string "NaN", "Infinity" or "-Infinity", and text
+UTF-8 cannot carry (a lone surrogate) as U+FFFD, so any JSON parser reads every line.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from sandbox.truncate import truncate_middle
+from workbench.agent.boundary import clean_text
 from workbench.agent.messages import observation_text
 from workbench.events import (
     ActionEvent,
@@ -23,6 +28,7 @@ from workbench.events import (
     ErrorEvent,
     Event,
     LLMCallEvent,
+    LLMWaitEvent,
     MessageEvent,
     ObservationEvent,
     StateChangedEvent,
@@ -39,10 +45,36 @@ PROGRESS_KINDS = frozenset(
         "confirmation_request",
         "confirmation_decision",
         "error",
+        "llm_wait",
     }
 )
 """Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`)."""
 _HUMAN_OBS_CHARS = 2000
+_SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f]", re.IGNORECASE)
+
+
+def _strict(value: Any) -> Any:
+    """`value` with non-finite floats as strings and every string valid for UTF-8."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {_strict(key): _strict(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(item) for item in value]
+    return value
+
+
+def strict_json(obj: Any) -> str:
+    """One compact line of JSON any parser reads: no NaN or Infinity, no lone surrogates."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a non-finite number
+        text = ""
+    if not text or _SURROGATE_ESCAPE.search(text):  # pairs are fine; lone ones are replaced
+        text = json.dumps(_strict(obj), separators=(",", ":"), allow_nan=False)
+    return text
 
 
 def silence(stream: TextIO) -> None:
@@ -86,7 +118,7 @@ class Printer:
         if stream in self._gone:
             return
         try:
-            stream.write(self.scrub(text) + "\n")
+            stream.write(clean_text(self.scrub(text)) + "\n")
             stream.flush()
         except BrokenPipeError:
             self._gone.append(stream)
@@ -110,7 +142,7 @@ class JsonPrinter(Printer):
     """One compact JSON object per line: `start`, `event`s, then one `summary`."""
 
     def _emit(self, obj: dict[str, Any]) -> None:
-        self.line(json.dumps({"v": JSONL_VERSION, **obj}, separators=(",", ":")))
+        self.line(strict_json({"v": JSONL_VERSION, **obj}))
 
     def start(self, info: dict[str, Any]) -> None:
         """Print the `start` line."""
@@ -179,9 +211,18 @@ class HumanPrinter(Printer):
             self.line(f"error ({event.error_kind}): {event.message}", err=True)
         elif isinstance(event, StateChangedEvent):
             self.line(f"-- state {event.state}" + (f" ({event.reason})" if event.reason else ""))
-        elif isinstance(event, LLMCallEvent):
+        elif isinstance(event, LLMWaitEvent):
+            until = f", gives up at {event.deadline_s:g} s" if event.deadline_s else ""
             self.line(
-                f"-- llm {event.model}: {event.prompt_tokens}+{event.completion_tokens} tokens, "
+                f"-- waiting for {event.model}: no answer after {event.waited_s:g} s{until}",
+                err=True,
+            )
+        elif isinstance(event, LLMCallEvent):
+            tokens = f"{event.prompt_tokens}+{event.completion_tokens} tokens"
+            if event.estimated:
+                tokens = f"~{tokens} (estimated: no usage reported)"
+            self.line(
+                f"-- llm {event.model}: {tokens}, "
                 f"${event.cost:.4f}, {event.latency_ms:.0f} ms"
                 + (f", {event.retries} retries" if event.retries else "")
             )

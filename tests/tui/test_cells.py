@@ -4,7 +4,7 @@ and workbench's own warnings (stuck detection), which must not look like the age
 from __future__ import annotations
 
 from sandbox.protocol import CmdRunAction
-from workbench.events import ActionEvent, ConfirmationDecisionEvent, MessageEvent
+from workbench.events import ActionEvent, ConfirmationDecisionEvent, LLMWaitEvent, MessageEvent
 from workbench.tui.cells import cell_for_event, decision_title, thought_cell
 
 
@@ -141,3 +141,12 @@ def test_a_decision_names_its_rule_only_where_the_reason_does_not() -> None:
         title(True, "headless:on-confirm=approve", "approved without asking (--on-confirm approve)")
         == "approved without asking (--on-confirm approve)"
     )
+
+
+def test_a_long_wait_for_the_model_is_a_line_in_the_conversation() -> None:
+    wait = LLMWaitEvent(id=4, model="openai/m", waited_s=20.0, deadline_s=300.0)
+    cell = cell_for_event(wait, live=True)
+    assert cell is not None and cell.role == "state"
+    assert cell.title == "waiting for openai/m · no answer after 20 s · gives up at 300 s"
+    endless = cell_for_event(LLMWaitEvent(id=5, model="openai/m", waited_s=10.5))
+    assert endless is not None and endless.title.endswith("after 10.5 s")

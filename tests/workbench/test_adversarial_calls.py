@@ -99,7 +99,9 @@ async def test_bad_arguments_get_answers_and_the_log_stays_whole(
             "str_replace_editor",
             {"command": "insert", "path": path, "insert_line": "--1", "new_str": "x"},
         ),
+        _call("str_replace_editor", {"command": "view", "path": path, "view_range": [1, 10**12]}),
         _call("str_replace_editor", {"command": "view", "path": path, "view_range": [1, 10**30]}),
+        _bash({"command": "echo " + "x" * 200_000, "security_risk": "LOW"}),
         _bash({"command": "echo " + "x" * 5_000_000, "security_risk": "LOW"}),
         _bash('{"command": "sleep 1", "timeout": NaN, "security_risk": "LOW"}'),
         _bash({"command": "sleep 1", "timeout": 1e308, "security_risk": "LOW"}),
@@ -120,10 +122,11 @@ async def test_bad_arguments_get_answers_and_the_log_stays_whole(
         "argument 'insert_line' of str_replace_editor must be an integer, got \"\\u00b2\"",
         "argument 'insert_line' of str_replace_editor must be an integer, got \"--1\"",
         "line numbers of str_replace_editor are at most 1000000000",
-        "The command is 5000005 characters long; execute_bash takes at most 100000",
-        "argument 'timeout' of execute_bash must be more than 0 and at most 86400 seconds; got nan",
-        "argument 'timeout' of execute_bash must be more than 0 and at most 86400 seconds; "
-        "got 1e+308",
+        "argument 'view_range' of str_replace_editor must be at most 9007199254740992 in size",
+        "The command is 200005 characters long; execute_bash takes at most 100000",
+        "The arguments of execute_bash are 5000044 characters long; at most 1000000 are read",
+        "The arguments of execute_bash cannot be read: NaN is not a JSON number. Send finite",
+        "argument 'timeout' of execute_bash must be at most 9007199254740992 in size; got 1e+308",
         "stored ",
         "     1\tl1\n     2\tl2\n     3\tl3",
     ]
@@ -133,7 +136,7 @@ async def test_bad_arguments_get_answers_and_the_log_stays_whole(
 
     loaded = read(Path(summary["log"]))
     assert not loaded.bad_lines and not loaded.truncated
-    assert sum(isinstance(e, AgentErrorEvent) for e in loaded.events) == 11
+    assert sum(isinstance(e, AgentErrorEvent) for e in loaded.events) == 13
     assert sum(isinstance(e, ObservationEvent) for e in loaded.events) == 2
 
 

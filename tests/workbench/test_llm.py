@@ -221,8 +221,8 @@ async def test_timeout_and_unreachable_server(llm_server: Start) -> None:
     gone = llm_server([])
     gone.stop()
     with pytest.raises(LLMError) as caught:
-        await client_for(gone, num_retries=1).complete(MESSAGES, TOOLS)
-    assert caught.value.kind == "connection" and caught.value.retries == 1
+        await client_for(gone, connect_retries=1, connect_retry_wait_s=0).complete(MESSAGES, TOOLS)
+    assert caught.value.kind == "refused" and caught.value.retries == 1
     assert gone.base_url in str(caught.value)
     assert "(connection refused: nothing is listening there" in str(caught.value)
     assert "ssl:" not in str(caught.value) and " object at 0x" not in str(caught.value)
@@ -335,7 +335,7 @@ def test_connection_errors_read_without_aiohttp_internals() -> None:
     class APIConnectionError(Exception):
         pass
 
-    def message(text: str) -> str:
+    def message(text: str, kind: str = "connection") -> str:
         error = classify(
             APIConnectionError(text),
             model="openai/m",
@@ -343,7 +343,7 @@ def test_connection_errors_read_without_aiohttp_internals() -> None:
             timeout_s=5,
             secrets=[],
         )
-        assert error.kind == "connection"
+        assert error.kind == kind
         return str(error)
 
     dns = message(
@@ -353,6 +353,40 @@ def test_connection_errors_read_without_aiohttp_internals() -> None:
     assert "(Cannot connect to host llm.example:443 [Name or service not known])" in dns
     refused = message(
         "Cannot connect to host 127.0.0.1:8799 ssl:<ssl.SSLContext object at 0x7fb157da9640> "
-        "[Connect call failed ('127.0.0.1', 8799)]"
+        "[Connect call failed ('127.0.0.1', 8799)]",
+        kind="refused",
     )
     assert "(connection refused: nothing is listening there; is the server running?)" in refused
+
+
+async def test_a_whole_reply_litellm_cannot_decode_is_a_bad_reply_not_retried(
+    llm_server: Start,
+) -> None:
+    deep = '{"command": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    long_int = '{"command": ' + "9" * 5000 + "}"
+    for arguments, cause in ((deep, "RecursionError"), (long_int, "ValueError: Exceeds")):
+        server = llm_server([{"tool_calls": [{"name": "execute_bash", "arguments": arguments}]}])
+        with pytest.raises(LLMError) as caught:
+            await client_for(server).complete(MESSAGES, TOOLS)
+        error = caught.value
+        assert error.kind == "bad_reply" and not error.retryable and len(server.requests) == 1
+        assert f"could not be read ({cause}" in str(error)
+        assert_no_key(error)
+
+
+def test_an_unreadable_completion_for_another_cause_is_a_server_error() -> None:
+    from workbench.llm.errors import classify
+
+    class APIConnectionError(Exception):
+        pass
+
+    error = classify(
+        APIConnectionError(
+            "APIConnectionError: OpenAIException - Invalid response object KeyError"
+        ),
+        model="openai/m",
+        base_url="",
+        timeout_s=5,
+        secrets=[],
+    )
+    assert error.kind == "server" and "not a chat completion" in str(error)

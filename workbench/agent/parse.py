@@ -1,6 +1,7 @@
 """A tool call from the LLM -> an action, or `ToolCallError` with a text the agent can act on.
 
-Arguments are checked against the same schemas the LLM was given (each tool's `schema()`), so
+The arguments are decoded at the model-output boundary (`workbench.agent.boundary`), then
+checked against the same schemas the LLM was given (each tool's `schema()`), so
 every error names the tool, the argument, what was received and what is allowed; the tool then
 makes its action from the checked arguments (`Tool.parse`).
 """
@@ -14,15 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.protocol import DEFAULT_SOFT_TIMEOUT_S
+from workbench.agent.boundary import check_number, decode_arguments, type_name
 from workbench.events import AnyAction, RiskLevel
 from workbench.tools.base import RISK_LEVELS, ParseOptions, Tool, ToolCallError, clip
 
 __all__ = ["ParsedCall", "ToolCallError", "parse_tool_call"]
-
-
-MAX_DEPTH = 64
-"""How deep arguments may nest (the session log cannot read an event back past ~190)."""
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -33,20 +30,6 @@ class ParsedCall:
     security_risk: RiskLevel | None
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
-
-
 def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
     """Validate one argument against its schema; returns the (lightly normalised) value.
 
@@ -54,7 +37,7 @@ def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
     where = f"argument '{name}' of {tool}"
     kind = spec.get("type")
     if kind == "string" and not isinstance(value, str):
-        raise ToolCallError(f"{where} must be a string, got {_type_name(value)}.")
+        raise ToolCallError(f"{where} must be a string, got {type_name(value)}.")
     if kind == "number":
         if isinstance(value, str):
             try:
@@ -62,10 +45,11 @@ def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
             except ValueError:
                 raise ToolCallError(f"{where} must be a number, got {value!r}.") from None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ToolCallError(f"{where} must be a number, got {_type_name(value)}.")
+            raise ToolCallError(f"{where} must be a number, got {type_name(value)}.")
+        value = check_number(where, value)  # "nan" and "1e400" as strings pass float()
     if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
         if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
-            value = int(value)  # models send `"insert_line": "1"`; the reference takes it
+            value = check_number(where, int(value))  # models send `"insert_line": "1"`
         elif isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
@@ -75,7 +59,7 @@ def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
             raise ToolCallError(f"{where} must be true or false, got {clip(json.dumps(value))}.")
         value = value.lower() == "true"
     if kind == "object" and not isinstance(value, dict):
-        raise ToolCallError(f"{where} must be an object, got {_type_name(value)}.")
+        raise ToolCallError(f"{where} must be an object, got {type_name(value)}.")
     if kind == "array":
         items: dict[str, Any] = spec.get("items") or {}
         wanted = f"a list of {items['type']}s" if "type" in items else "a list"
@@ -93,58 +77,16 @@ def _check(tool: str, name: str, value: Any, spec: dict[str, Any]) -> Any:
     return value
 
 
-def _inspect(call_name: str, args: dict[str, Any]) -> None:
-    """Refuse what the session log cannot keep: nesting past `MAX_DEPTH`, lone surrogates."""
-    for name, top in args.items():
-        stack: list[tuple[Any, int]] = [(name, 1), (top, 1)]
-        while stack:
-            value, depth = stack.pop()
-            if depth > MAX_DEPTH:
-                raise ToolCallError(
-                    f"argument {clip(name)!r} of {call_name} is nested more than {MAX_DEPTH} "
-                    "levels deep; send flatter data."
-                )
-            if isinstance(value, str):
-                lone = _LONE_SURROGATE.search(value)
-                if lone:
-                    raise ToolCallError(
-                        f"argument {clip(name)!r} of {call_name} holds a lone surrogate escape "
-                        f"(\\u{ord(lone.group()):04x}), which is not a character. Send the "
-                        "character itself, or both halves of a pair (\\ud83d\\ude00)."
-                    )
-            elif isinstance(value, dict):
-                stack.extend((item, depth + 1) for pair in value.items() for item in pair)
-            elif isinstance(value, list):
-                stack.extend((item, depth + 1) for item in value)
-
-
 def _arguments(call_name: str, raw: str, schema: dict[str, Any]) -> dict[str, Any]:
     """Decode and validate the arguments of one call against its function schema."""
-    try:
-        args = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ToolCallError(
-            f"The arguments of {call_name} are not valid JSON ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno}): {clip(raw)!r}. Send a JSON object such as "
-            f'{{"command": "ls"}}.'
-        ) from None
-    except (RecursionError, ValueError) as exc:  # nested too deep; an integer too long
-        raise ToolCallError(
-            f"The arguments of {call_name} cannot be read: {clip(str(exc), 120)}. Send a "
-            f"JSON object nested at most {MAX_DEPTH} levels deep."
-        ) from None
-    if not isinstance(args, dict):
-        raise ToolCallError(
-            f"The arguments of {call_name} must be a JSON object, got {_type_name(args)}."
-        )
-    _inspect(call_name, args)
+    args = decode_arguments(call_name, raw)
     params = schema["function"]["parameters"]
     properties: dict[str, Any] = params["properties"]
     # `security_risk` on a tool without one is harmless: models add it out of habit.
     unknown = sorted(k for k in args if k not in properties and k != "security_risk")
     if unknown:
         raise ToolCallError(
-            f"{call_name} has no argument {', '.join(repr(k) for k in unknown)}; "
+            f"{call_name} has no argument {', '.join(repr(clip(k, 60)) for k in unknown[:5])}; "
             f"its arguments are: {', '.join(properties)}."
         )
     missing = [k for k in params["required"] if k not in args or args[k] is None]

@@ -11,7 +11,10 @@ against its type hints (`_transform_recursive`), which cost 10-25 ms per call by
 session and grows with every step. `EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=false` in the
 environment restores the SDK path.
 Retries (429, 5xx, timeouts, dropped connections) are ours, with exponential backoff, so they
-are counted per call (`LLMResponse.retries`) and can be shown as they happen (`on_retry`).
+are counted per call (`LLMResponse.retries`) and can be shown as they happen (`on_retry`). A
+refused connection has its own, shorter policy (`connect_retries`), and `deadline_s` bounds a
+whole call, retries and waits included. A reply without usage (or with none worth the name)
+is counted by litellm's tokenizer, or at four characters a token, and marked `estimated`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import contextlib
 import gc
 import importlib
 import logging
+import math
 import os
 import threading
 import time
@@ -169,6 +173,8 @@ class LLMResponse:
     latency_ms: float
     retries: int
     finish_reason: str = ""
+    estimated: bool = False
+    """True when the provider reported no usage and the tokens are our estimate."""
 
 
 class LLMTotals(NamedTuple):
@@ -177,6 +183,20 @@ class LLMTotals(NamedTuple):
     prompt_tokens: int
     completion_tokens: int
     cost: float
+
+
+@dataclass
+class _Attempts:
+    """The retries of one call so far, by policy, and the last failure."""
+
+    others: int = 0
+    refusals: int = 0
+    last: LLMError | None = None
+
+    @property
+    def retries(self) -> int:
+        """All retries so far."""
+        return self.others + self.refusals
 
 
 @dataclass
@@ -244,31 +264,64 @@ class LLMClient:
             )
         litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
         started = time.perf_counter()
-        retries = 0
+        attempts = _Attempts()
+        deadline = self.config.deadline_s or None
+        try:
+            async with asyncio.timeout(deadline):
+                reply = await self._attempt_until_done(litellm, messages, tools, on_text, attempts)
+        except TimeoutError:
+            raise self._past_deadline(attempts) from None
+        return self._account(litellm, messages, reply, started, attempts.retries)
+
+    async def _attempt_until_done(
+        self,
+        litellm: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: Callable[[str], None] | None,
+        attempts: _Attempts,
+    ) -> _Reply:
+        """Attempts and retries, until a reply or an error not worth (or out of) retries."""
+        config = self.config
         while True:
-            failure: LLMError | None = None
-            wait = 0.0
             try:
-                if self.config.stream:
-                    reply = await self._streamed(litellm, messages, tools, on_text)
-                else:
-                    reply = await self._whole(litellm, messages, tools, on_text)
+                if config.stream:
+                    return await self._streamed(litellm, messages, tools, on_text)
+                return await self._whole(litellm, messages, tools, on_text)
             except Exception as exc:  # every failure becomes an LLMError below
+                cause = exc
                 failure = exc if isinstance(exc, LLMError) else self._classify(exc)
-                wait = self._backoff(retries, exc)
-            if failure is None:
-                break
-            if not failure.retryable or retries >= self.config.num_retries:
-                failure.retries = retries
-                if failure.retryable and retries:
-                    failure.args = (f"{failure} (gave up after {retries} retries)",)
+            attempts.last = failure
+            refused = failure.kind == "refused"
+            done = attempts.refusals if refused else attempts.others
+            limit = config.connect_retries if refused else config.num_retries
+            if not failure.retryable or done >= limit:
+                failure.retries = attempts.retries
+                if failure.retryable and attempts.retries:
+                    failure.args = (f"{failure} (gave up after {attempts.retries} retries)",)
                 raise failure  # outside the except block: no litellm exception attached
-            retries += 1
+            if refused:
+                wait = min(config.retry_max_wait_s, config.connect_retry_wait_s * 2.0**done)
+                attempts.refusals += 1
+            else:
+                wait = self._backoff(done, cause)
+                attempts.others += 1
             self.retries += 1
             if self.on_retry is not None:
-                self.on_retry(failure, retries, wait)
+                self.on_retry(failure, attempts.retries, wait)
             await asyncio.sleep(wait)
-        return self._account(litellm, messages, reply, started, retries)
+
+    def _past_deadline(self, attempts: _Attempts) -> LLMError:
+        where = f" at {self.config.base_url}" if self.config.base_url else ""
+        last = f"; the last attempt failed: {attempts.last}" if attempts.last else ""
+        tries = attempts.retries + 1
+        return LLMError(
+            "timeout",
+            f"No answer from model {self.model}{where} within the deadline of "
+            f"{self.config.deadline_s:g} s ({tries} attempt{'s' if tries > 1 else ''}{last}). "
+            "Raise llm.deadline_s (and llm.timeout_s) if the model is that slow.",
+            retries=attempts.retries,
+        )
 
     # -- one attempt
 
@@ -415,12 +468,17 @@ class LLMClient:
         started: float,
         retries: int,
     ) -> LLMResponse:
-        prompt, completion = reply.prompt_tokens, reply.completion_tokens
-        if prompt is None or completion is None:  # the provider sent no usage: count ourselves
+        prompt, completion = _tokens(reply.prompt_tokens), _tokens(reply.completion_tokens)
+        # No usage, or litellm's usage of zeros for a reply that had none: count ourselves.
+        estimated = False
+        if prompt is None or completion is None or not (prompt or completion):
+            estimated = True
             produced = reply.content + "".join(c.name + c.arguments for c in reply.calls)
             prompt = _count(litellm, self.model, messages=messages)
             completion = _count(litellm, self.model, text=produced)
-        cost = reply.cost if reply.cost is not None else self._price(litellm, prompt, completion)
+        cost = reply.cost if not estimated else None
+        if cost is None or not math.isfinite(cost) or cost < 0:
+            cost = self._price(litellm, prompt, completion)
         self.calls += 1
         self._prompt_tokens += prompt
         self._completion_tokens += completion
@@ -435,6 +493,7 @@ class LLMClient:
             latency_ms=(time.perf_counter() - started) * 1000,
             retries=retries,
             finish_reason=reply.finish_reason,
+            estimated=estimated,
         )
 
     def _price(self, litellm: Any, prompt: int, completion: int) -> float:
@@ -444,7 +503,8 @@ class LLMClient:
             prompt_cost, completion_cost = litellm.cost_per_token(
                 model=self.model, prompt_tokens=prompt, completion_tokens=completion
             )
-            return float(prompt_cost) + float(completion_cost)
+            cost = float(prompt_cost) + float(completion_cost)
+            return cost if math.isfinite(cost) and cost >= 0 else 0.0
         except Exception:  # a model litellm has no price for costs 0.0, not a crash
             self._priced = False
             return 0.0
@@ -467,6 +527,19 @@ def _merge_call_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
         slot["name"] += function.name
     if function.arguments:
         slot["arguments"].append(function.arguments)
+
+
+_MAX_TOKENS = 10**9
+"""More tokens than any reply or context has: a usage past it is no count."""
+
+
+def _tokens(value: Any) -> int | None:
+    """A provider's token count when it is a whole number in range, else None (estimate)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or not 0 <= value <= _MAX_TOKENS or value != int(value):
+        return None
+    return int(value)
 
 
 def _count(litellm: Any, model: str, **what: Any) -> int:

@@ -19,11 +19,14 @@ ErrorKind = Literal[
     "server",
     "timeout",
     "connection",
+    "refused",
+    "bad_reply",
     "bad_request",
     "context_window",
     "config",
 ]
-RETRYABLE: Final = frozenset({"rate_limit", "server", "timeout", "connection"})
+RETRYABLE: Final = frozenset({"rate_limit", "server", "timeout", "connection", "refused"})
+"""Kinds worth another attempt; `refused` has its own, shorter policy (llm.connect_retries)."""
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _PREFIXES = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)?:\s*|\w+Exception - )+")
@@ -69,7 +72,8 @@ class LLMError(Exception):
 
     def retry_notice(self, retry: int, wait_s: float) -> str:
         """What front ends show before retry number `retry` (1-based), `wait_s` from now."""
-        return f"LLM {self.kind} error, retry {retry} in {wait_s:.1f} s: {self}"
+        what = "connection refused" if self.kind == "refused" else f"{self.kind} error"
+        return f"LLM {what}, retry {retry} in {wait_s:.1f} s: {self}"
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (self.kind, str(self), self.status, self.retries))
@@ -104,6 +108,34 @@ def _connection_detail(detail: str) -> str:
     if any(sign in lowered for sign in _REFUSED_SIGNS):
         return "connection refused: nothing is listening there; is the server running?"
     return _SSL_CONTEXT.sub("", detail)
+
+
+def _unreadable_content(exc: BaseException) -> str | None:
+    """What broke litellm's reading of a well-formed reply whose content it could not decode
+    (arguments nested past Python's recursion limit, an integer past its digit limit); None
+    for every other failure. litellm raises "Invalid response object" with the cause chained."""
+    if "invalid response object" not in str(exc).lower():
+        return None
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, RecursionError) or (
+            type(cause) is ValueError  # not JSONDecodeError, which litellm handles itself
+        ):
+            text = " ".join(str(cause).split())
+            return f"{type(cause).__name__}: {text[:120]}"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _invalid_reply(model: str, where: str, detail: str, status: int | None) -> LLMError:
+    return LLMError(
+        "server",
+        f"The LLM server for {model}{where} sent a reply that is not a chat completion "
+        f"({detail}). Try again later; check llm.base_url if it keeps happening.",
+        status=status,
+    )
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -144,9 +176,20 @@ def classify(
             "llm.timeout_s if the model is slow.",
             status=status,
         )
-    if "APIConnectionError" in names or any(sign in lowered for sign in _CONNECTION_SIGNS):
+    unreadable = _unreadable_content(exc)
+    if unreadable is not None:
         return LLMError(
-            "connection",
+            "bad_reply",
+            f"The reply of {model} could not be read ({unreadable}): its tool call arguments "
+            "are nested too deep or hold a number too long to decode.",
+            status=status,
+        )
+    if lowered.startswith("invalid response object"):  # litellm could not read a 200's body
+        return _invalid_reply(model, where, detail, status)
+    if "APIConnectionError" in names or any(sign in lowered for sign in _CONNECTION_SIGNS):
+        refused = any(sign in lowered for sign in _REFUSED_SIGNS)
+        return LLMError(
+            "refused" if refused else "connection",
             f"Cannot reach the LLM provider for {model}{where} ({_connection_detail(detail)}). "
             "Check your network and llm.base_url / LLM_BASE_URL.",
             status=status,
@@ -193,12 +236,7 @@ def classify(
             status=status,
         )
     if any(sign in lowered for sign in _INVALID_REPLY_SIGNS):  # a 200 whose body is not JSON
-        return LLMError(
-            "server",
-            f"The LLM server for {model}{where} sent a reply that is not a chat completion "
-            f"({detail}). Try again later; check llm.base_url if it keeps happening.",
-            status=status,
-        )
+        return _invalid_reply(model, where, detail, status)
     if (status or 0) >= 500 or names & _SERVER_ERRORS:
         return LLMError(
             "server",

@@ -26,8 +26,9 @@ no default, the server answers 400 "script exhausted"). A step is an object with
   `chunk_delay_s` apart. Usage comes in a final chunk when the request asks for it
   (`stream_options.include_usage`).
 - `delay_s`: wait this long before answering.
+- `hang`: true never answers: the request is read and left open until the server stops.
 - `usage`: `{"prompt_tokens": N, "completion_tokens": M}`; missing numbers are estimated as
-  characters / 4 of the request's messages and of the reply.
+  characters / 4 of the request's messages and of the reply. `null` sends no usage at all.
 - `finish_reason`: defaults to "tool_calls" when there are tool calls, else "stop".
 - `repeat`: answer this many requests in a row with this step (default 1).
 
@@ -79,6 +80,8 @@ class ScriptedLLMServer:
         self._position = 0  # index of the current step
         self._used = 0  # requests answered by the current step
         self._httpd: _HTTPServer | None = None
+        self.stopping = threading.Event()
+        """Set by stop(): what `hang` steps wait for."""
         self._thread: threading.Thread | None = None
 
     # -- lifecycle
@@ -87,6 +90,7 @@ class ScriptedLLMServer:
         """Bind 127.0.0.1 (port 0: any free port) and serve in a daemon thread."""
         if self._httpd is not None:
             return self
+        self.stopping.clear()
         self._httpd = _HTTPServer(("127.0.0.1", self._port), _Handler, self)
         self._port = int(self._httpd.server_address[1])  # kept after stop() (refused-port tests)
         self._thread = threading.Thread(
@@ -103,6 +107,7 @@ class ScriptedLLMServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        self.stopping.set()
         httpd.shutdown()
         httpd.server_close()
         httpd.close_connections()
@@ -263,6 +268,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if step.delay_s:
             time.sleep(step.delay_s)
+        if step.hang:
+            self.server.owner.stopping.wait()
+            self.close_connection = True
+            return
         if step.disconnect:
             self.close_connection = True
             return

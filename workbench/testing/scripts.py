@@ -58,7 +58,8 @@ class Step(BaseModel):
     chunk_delay_s: float = Field(default=0.0, ge=0)
     delay_s: float = Field(default=0.0, ge=0)
     disconnect: bool = False
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage | None = Field(default_factory=Usage)
+    hang: bool = False
     finish_reason: str | None = None
     repeat: int = Field(default=1, ge=1)
 
@@ -96,8 +97,10 @@ def _estimate(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def usage_for(step: Step, request: Mapping[str, Any]) -> dict[str, int]:
-    """The usage block of a reply to `request`."""
+def usage_for(step: Step, request: Mapping[str, Any]) -> dict[str, int] | None:
+    """The usage block of a reply to `request` (None: the step reports no usage)."""
+    if step.usage is None:
+        return None
     prompt = step.usage.prompt_tokens
     if prompt is None:
         prompt = _estimate(json.dumps(request.get("messages", [])))
@@ -132,14 +135,17 @@ def completion_body(step: Step, request: Mapping[str, Any], number: int) -> dict
             }
             for i, call in enumerate(step.tool_calls)
         ]
-    return {
+    body = {
         "id": f"chatcmpl-scripted-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": str(request.get("model", "scripted")),
         "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(step)}],
-        "usage": usage_for(step, request),
     }
+    usage = usage_for(step, request)
+    if usage is not None:
+        body["usage"] = usage
+    return body
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -172,8 +178,9 @@ def stream_chunks(step: Step, request: Mapping[str, Any], number: int) -> list[d
             chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
     chunks.append(chunk({}, _finish_reason(step)))
     options = request.get("stream_options")
-    if isinstance(options, Mapping) and options.get("include_usage"):
-        chunks.append({**base, "choices": [], "usage": usage_for(step, request)})
+    usage = usage_for(step, request)
+    if isinstance(options, Mapping) and options.get("include_usage") and usage is not None:
+        chunks.append({**base, "choices": [], "usage": usage})
     return chunks
 
 

@@ -25,6 +25,7 @@ from workbench.events import (
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    LLMWaitEvent,
     MessageEvent,
     ObservationEvent,
     StateChangedEvent,
@@ -153,5 +154,13 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
             event.message,
             "text",
             expanded=live,
+        )
+    if isinstance(event, LLMWaitEvent):  # a long wait must not look like nothing happening
+        until = f" · gives up at {event.deadline_s:g} s" if event.deadline_s else ""
+        return Cell(
+            key,
+            "state",
+            "…",
+            f"waiting for {event.model} · no answer after {event.waited_s:g} s{until}",
         )
     return None  # LLM accounting goes to the status bar
