@@ -58,6 +58,11 @@ class Subscriber:
         self._woken = False
         self._ended = False
 
+    @property
+    def buffered(self) -> int:
+        """Bytes of encoded events waiting to be sent."""
+        return self._size
+
     def offer(self, line: _Line) -> None:
         """Buffer one encoded event (any thread); skip ahead when the buffer would overflow."""
         with self._lock:

@@ -4,6 +4,7 @@ server process (`start_server`) and talks to it over raw sockets."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -440,6 +441,44 @@ def test_a_slow_subscriber_skips_ahead_with_a_marker(server: Server) -> None:
     assert events[-1]["kind"] == "finished"
     seqs = [int(str(e["seq"])) for e in events]
     assert seqs == sorted(seqs)
+
+
+def test_fanout_costs_the_same_per_event_however_far_behind_a_subscriber_is() -> None:
+    from sandbox.protocol import CommandFinished, OutputChunk
+    from sandbox.stream_fanout import Fanout
+
+    loop = asyncio.new_event_loop()
+    try:
+        fanout = Fanout(loop, buffer_bytes=64 * 1024)
+        subscribers = [fanout.subscribe() for _ in range(3)]
+        chunk = OutputChunk(seq=1, command="flood", data="x" * 1000)
+
+        def publish(count: int) -> float:
+            start = time.perf_counter()
+            for _ in range(count):
+                fanout.publish(chunk)
+            return time.perf_counter() - start
+
+        publish(1000)  # warm
+        few, many = publish(2_000), publish(40_000)
+        assert many < 20 * 3 * few, (few, many)  # 20 times the events: about 20 times the time
+        assert all(s.buffered <= 64 * 1024 for s in subscribers)
+        fanout.publish(CommandFinished(seq=2, command="flood", exit_code=0))
+        fanout.publish(OutputChunk(seq=3, command="next", data="tail"))
+        fanout.close()
+
+        async def drain() -> bytes:
+            return b"".join([part async for part in subscribers[0].chunks()])
+
+        lines = [json.loads(line) for line in loop.run_until_complete(drain()).splitlines()]
+        assert "skipped: this reader fell behind" in lines[0]["data"]
+        assert lines[-2:] == [
+            {"kind": "finished", "seq": 2, "command": "flood", "exit_code": 0, "cwd": None},
+            {"kind": "output", "seq": 3, "command": "next", "data": "tail"},
+        ]
+        assert len(lines) < 80  # the 43 000 chunks were skipped, not queued
+    finally:
+        loop.close()
 
 
 def test_subscribers_beyond_the_cap_close_the_oldest(server: Server) -> None:
