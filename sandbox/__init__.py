@@ -1,8 +1,9 @@
 """sandbox: where the agent works. Never imports `workbench`.
 
 - `protocol`: the wire models (actions, observations, stream events, server info).
-- `server` + `http11` (the action server over asyncio and h11), `core` (the `Sandbox` that
-  runs actions on executors), `__main__` (`python -m sandbox serve`).
+- `server` + `http11` + `http_listener` (the action server over asyncio and h11: requests,
+  limits, accepting under a connection cap), `stream_fanout` (bounded `/stream` subscribers),
+  `core` (the `Sandbox` that runs actions on executors), `__main__` (`python -m sandbox serve`).
 - `executors/`: bash, files (the editor), jupyter, browser, each registering itself.
 - `skills/`: helper functions imported into the agent's IPython kernel.
 - `client` (the HTTP client), `runtimes/` (local, docker, remote: start a server, talk to it),

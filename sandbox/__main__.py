@@ -59,6 +59,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--watch-stdin", action="store_true", help="shut down when stdin closes (parent died)"
     )
     serve.add_argument("--no-warm-up", action="store_true", help="start the shell lazily")
+    serve.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=128,
+        help="client connections at once (default 128, lowered to fit the file limit)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=10.0,
+        metavar="S",
+        help="seconds a request head may take to arrive (default 10)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_positive(float),
+        default=75.0,
+        metavar="S",
+        help="seconds a kept-alive connection may wait for its next request (default 75)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=_positive(float),
+        default=30.0,
+        metavar="S",
+        help="seconds a request body may stop coming before a 408 (default 30)",
+    )
     serve.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR")
     return parser
 
@@ -71,6 +98,21 @@ def _uid_gid(text: str) -> tuple[int, int]:
     except ValueError:
         why = f"expected UID:GID (e.g. 1000:1000), not {text!r}"
         raise argparse.ArgumentTypeError(why) from None
+
+
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be above 0 and finite: {text!r}")
+        return value
+
+    return parse
 
 
 def read_token(token_file: Path | None, token_fd: int | None = None) -> tuple[str, Path | None]:
@@ -154,11 +196,17 @@ def serve(args: argparse.Namespace) -> int:
     sandbox = Sandbox(workspace, artifacts=args.artifacts, disabled=args.disable)
     if not args.no_warm_up:
         sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
+    from sandbox.http11 import Limits
     from sandbox.server import SandboxServer
 
     if added:
         del os.environ["PYDANTIC_DISABLE_PLUGINS"]
-    server = SandboxServer(sandbox, token)
+    limits = Limits(
+        header_timeout_s=args.header_timeout,
+        idle_timeout_s=args.idle_timeout,
+        body_timeout_s=args.body_timeout,
+    )
+    server = SandboxServer(sandbox, token, limits, args.max_connections)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -16,6 +16,15 @@ PROTOCOL_VERSION = 1
 
 DEFAULT_SOFT_TIMEOUT_S = 10.0
 """A running command with no new output for this long returns with exit code -1."""
+MAX_TIMEOUT_S = 86_400.0
+"""Longest timeout an action may ask for (a day)."""
+MAX_LINE_NUMBER = 1_000_000_000
+"""Largest line number (in either direction) an edit may name."""
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
+"""A timeout: finite, 0 to `MAX_TIMEOUT_S` (the executors refuse 0 with their own message)."""
+LineNumber = Annotated[int, Field(ge=-MAX_LINE_NUMBER, le=MAX_LINE_NUMBER)]
+"""A line number as an edit gives it; the editor says which values make sense."""
 
 
 class _Model(BaseModel):
@@ -32,9 +41,9 @@ class CmdRunAction(_Model):
     command: str
     is_input: bool = False
     """Send `command` as text (or a key such as `C-c`) to the running process."""
-    timeout: float | None = None
+    timeout: Seconds | None = None
     """Hard limit in seconds: the call returns after it with exit code -1."""
-    soft_timeout: float | None = None
+    soft_timeout: Seconds | None = None
     """Return with exit code -1 once the command prints nothing new for this long. None: the
     default (10 s) without a hard `timeout`, and no idle limit with one (it replaces it)."""
 
@@ -64,8 +73,8 @@ class FileEditAction(_Model):
     file_text: str | None = None
     old_str: str | None = None
     new_str: str | None = None
-    insert_line: int | None = None
-    view_range: list[int] | None = None
+    insert_line: LineNumber | None = None
+    view_range: list[LineNumber] | None = None
 
 
 class IPythonAction(_Model):
@@ -73,7 +82,7 @@ class IPythonAction(_Model):
 
     kind: Literal["ipython"] = "ipython"
     code: str
-    timeout: float | None = None
+    timeout: Seconds | None = None
 
 
 class BrowseAction(_Model):

@@ -1,59 +1,77 @@
 """The sandbox action server: one `Sandbox` per process behind HTTP + JSON (see `http11`).
 
 Endpoints (all but `/health` need `Authorization: Bearer TOKEN`): `GET /health`,
-`POST /execute`, `GET /stream` (NDJSON of stream events), `GET /files?path=`,
-`GET /download?path=`, `GET /artifacts/{name}`, `PUT /upload?path=`.
+`POST /execute`, `POST /input`, `GET /stream` (NDJSON of stream events, see `stream_fanout`),
+`GET /files?path=`, `GET /download?path=`, `GET /artifacts/{name}`, `PUT /upload?path=`.
+Every path a request names is resolved (symlinks followed) and must stay in its folder: the
+workspace, or the artifacts folder for `/artifacts`. JSON bodies are parsed strictly (no NaN
+or Infinity, at most 200 levels deep) and validated by `protocol` before anything runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import errno
 import hmac
-import json
 import logging
 import os
-import threading
+import stat
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pydantic_core
 from pydantic import ValidationError
 
 from sandbox.core import Sandbox
-from sandbox.http11 import HttpError, Request, Response, json_response, serve_connection
+from sandbox.http11 import (
+    HttpError,
+    Limits,
+    Peer,
+    Request,
+    Response,
+    json_response,
+    serve_connection,
+)
+from sandbox.http_listener import DEFAULT_MAX_CONNECTIONS, Listener
 from sandbox.protocol import FileEntry, ServerInfo, StreamEvent, parse_action
+from sandbox.stream_fanout import Fanout
 
 log = logging.getLogger("sandbox.server")
 
 MAX_DOWNLOAD = 512 * 1024 * 1024
-STREAM_BACKLOG = 4096
-"""Unsent stream batches after which a subscriber that does not read is dropped."""
+MAX_INPUT_CHARS = 64 * 1024
+"""Longest text `/input` types into the running command."""
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # no FIFO may hold a thread
 
 Handler = Callable[[Request], Awaitable[Response]]
+_T = TypeVar("_T")
 
 
 class SandboxServer:
     """Serves one `Sandbox` over HTTP to clients holding the token."""
 
-    def __init__(self, sandbox: Sandbox, token: str) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        token: str,
+        limits: Limits | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
         if not token:
             raise ValueError("the server needs a non-empty token")
         self.sandbox = sandbox
         self.workspace = sandbox.workspace
+        self.artifacts = sandbox.artifacts.resolve()
+        self.limits = limits or Limits()
         self._token = token.encode()
         self._started = time.monotonic()
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="execute")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._subscribers: set[asyncio.Queue[bytes | None]] = set()
-        self._pending: deque[StreamEvent] = deque()
-        self._pending_lock = threading.Lock()
-        self._flush_scheduled = False
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._listener = Listener(self._connection, max_connections)
+        self._fanout: Fanout | None = None
         self._routes: dict[tuple[str, str], Handler] = {
             ("GET", "/health"): self._health,
             ("POST", "/execute"): self._execute,
@@ -69,18 +87,14 @@ class SandboxServer:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Listen on `host:port` (0 picks a free port) and return the port."""
-        self._loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(self._connection, host, port, backlog=128)
-        bound: int = self._server.sockets[0].getsockname()[1]
-        return bound
+        self._fanout = Fanout(asyncio.get_running_loop())
+        return await self._listener.start(host, port)
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         """Stop listening, end the streams and close the sandbox (its processes included)."""
-        self._server.close()
-        for queue in list(self._subscribers):
-            queue.put_nowait(None)
-        for writer in list(self._writers):
-            writer.close()
+        if self._fanout is not None:
+            self._fanout.close()
+        self._listener.close()
         loop = asyncio.get_running_loop()
         try:
             await asyncio.wait_for(loop.run_in_executor(None, self.sandbox.close), timeout_s)
@@ -90,12 +104,8 @@ class SandboxServer:
 
     # ------------------------------------------------------------------ routing
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        try:
-            await serve_connection(reader, writer, self._dispatch, self._authorize)
-        finally:
-            self._writers.discard(writer)
+    async def _connection(self, peer: Peer) -> None:
+        await serve_connection(peer, self._dispatch, self._authorize, self.limits)
 
     async def _dispatch(self, request: Request) -> Response:
         handler = self._routes.get((request.method, request.path))
@@ -142,13 +152,30 @@ class SandboxServer:
 
     async def _input(self, request: Request) -> Response:
         payload = _json_object(request.body, "text", str, '{"text": "..."}')
-        sent = self.sandbox.send_input(payload["text"])
+        text: str = payload["text"]
+        if len(text) > MAX_INPUT_CHARS:
+            raise HttpError(
+                413, f"the text is {len(text)} characters; /input takes {MAX_INPUT_CHARS} at most"
+            )
+        # A pty whose command reads nothing blocks the write: never on the event loop.
+        loop = asyncio.get_running_loop()
+        sent = await loop.run_in_executor(self._pool, self.sandbox.send_input, text)
         return json_response({"sent": sent})
 
     async def _stream(self, request: Request) -> Response:
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._subscribers.add(queue)
-        return Response(content_type="application/x-ndjson", stream=self._drain(queue))
+        if self._fanout is None:
+            raise HttpError(503, "the server is not started")
+        subscriber = self._fanout.subscribe()
+        fanout = self._fanout
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in subscriber.chunks():
+                    yield chunk
+            finally:
+                fanout.unsubscribe(subscriber)
+
+        return Response(content_type="application/x-ndjson", stream=chunks())
 
     async def _files(self, request: Request) -> Response:
         directory = self._resolve(request.query.get("path", "."))
@@ -166,7 +193,7 @@ class SandboxServer:
                 entries.append(FileEntry(path=rel, is_dir=is_dir, size=size).model_dump())
             return entries
 
-        entries = await asyncio.get_running_loop().run_in_executor(self._pool, listing)
+        entries = await self._in_pool(listing, request.query.get("path", "."))
         return json_response({"entries": entries})
 
     async def _download(self, request: Request) -> Response:
@@ -175,7 +202,7 @@ class SandboxServer:
     async def _artifact(self, name: str) -> Response:
         if not name or "/" in name or name.startswith("."):
             raise HttpError(400, f"bad artifact name {name!r}")
-        return await self._file_response(self.sandbox.artifacts / name)
+        return await self._file_response(confine(name, self.artifacts, "artifacts folder"))
 
     async def _upload(self, request: Request) -> Response:
         target = self._resolve(request.query.get("path"))
@@ -184,75 +211,50 @@ class SandboxServer:
             if target.is_dir():
                 raise HttpError(400, f"{target} is a directory")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(request.body)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | _OPEN_FLAGS, 0o666)
+            with open(fd, "wb", closefd=True) as out:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise HttpError(400, f"{target} is not a regular file")
+                out.truncate(0)
+                out.write(request.body)
 
-        await asyncio.get_running_loop().run_in_executor(self._pool, write)
+        await self._in_pool(write, str(target))
         rel = str(target.relative_to(self.workspace))
         return json_response({"path": rel, "size": len(request.body)})
 
     async def _file_response(self, path: Path) -> Response:
         def read() -> bytes:
-            if not path.is_file():
-                raise HttpError(404, f"no file {path}")
-            if path.stat().st_size > MAX_DOWNLOAD:
-                raise HttpError(413, f"{path} is over {MAX_DOWNLOAD} bytes")
-            return path.read_bytes()
+            try:
+                fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+            except FileNotFoundError:
+                raise HttpError(404, f"no file {path}") from None
+            with open(fd, "rb", closefd=True) as source:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise HttpError(404, f"no file {path}")
+                if info.st_size > MAX_DOWNLOAD:
+                    raise HttpError(413, f"{path} is over {MAX_DOWNLOAD} bytes")
+                return source.read()
 
-        data = await asyncio.get_running_loop().run_in_executor(self._pool, read)
+        data = await self._in_pool(read, str(path))
         return Response(body=data, content_type="application/octet-stream")
 
     def _resolve(self, raw: str | None) -> Path:
-        if not raw:
-            raise HttpError(400, "missing the ?path= parameter")
-        given = Path(raw)
-        full = (given if given.is_absolute() else self.workspace / given).resolve()
-        if not full.is_relative_to(self.workspace):
-            raise HttpError(403, f"{raw} is outside the workspace {self.workspace}")
-        return full
+        return confine(raw, self.workspace, "workspace")
+
+    async def _in_pool(self, work: Callable[[], _T], what: str) -> _T:
+        """`work()` on the thread pool; a file system error becomes the 4xx that fits it."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+        except OSError as exc:
+            raise os_error(exc, what) from exc
 
     # ------------------------------------------------------------------ streaming
 
     def _on_stream_event(self, event: StreamEvent) -> None:
-        """Called by the shell's thread for every chunk: batch them, wake the loop once."""
-        if not self._subscribers or self._loop is None:
-            return
-        with self._pending_lock:
-            self._pending.append(event)
-            if self._flush_scheduled:
-                return
-            self._flush_scheduled = True
-        with contextlib.suppress(RuntimeError):  # the loop is closing: nobody is listening
-            self._loop.call_soon_threadsafe(self._flush)
-
-    def _flush(self) -> None:
-        with self._pending_lock:
-            events = list(self._pending)
-            self._pending.clear()
-            self._flush_scheduled = False
-        data = b"".join(event.model_dump_json().encode() + b"\n" for event in events)
-        for queue in list(self._subscribers):
-            if queue.qsize() > STREAM_BACKLOG:
-                log.warning("dropping a stream subscriber that stopped reading")
-                self._subscribers.discard(queue)
-                queue.put_nowait(None)
-            else:
-                queue.put_nowait(data)
-
-    async def _drain(self, queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
-        try:
-            while True:
-                data = await queue.get()
-                while data is not None and not queue.empty():
-                    more = queue.get_nowait()
-                    if more is None:
-                        yield data
-                        return
-                    data += more
-                if data is None:
-                    return
-                yield data
-        finally:
-            self._subscribers.discard(queue)
+        """Called by the shell's reader thread for every event: buffered per subscriber."""
+        if self._fanout is not None:
+            self._fanout.publish(event)
 
 
 def rss_mb() -> float:
@@ -271,10 +273,51 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def confine(raw: str | None, root: Path, what: str) -> Path:
+    """`raw` (relative to `root`, or absolute) resolved, symlinks followed; 4xx unless in `root`."""
+    if not raw:
+        raise HttpError(400, "missing the ?path= parameter")
+    if "\x00" in raw:
+        raise HttpError(400, "the path holds a NUL byte")
+    given = Path(raw)
+    try:
+        full = (given if given.is_absolute() else root / given).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise HttpError(400, f"cannot resolve {raw}: {exc}") from exc
+    if not full.is_relative_to(root):
+        raise HttpError(403, f"{raw} is outside the {what} {root}")
+    return full
+
+
+_OS_ERROR_STATUS = {
+    errno.ENOENT: 404,
+    errno.EACCES: 403,
+    errno.EPERM: 403,
+    errno.EROFS: 403,
+    errno.EEXIST: 409,
+    errno.ENOTDIR: 409,
+    errno.EISDIR: 409,
+    errno.ELOOP: 409,  # the last part turned into a symlink after it was resolved
+    errno.ENXIO: 409,  # a FIFO nobody reads
+    errno.ENAMETOOLONG: 414,
+    errno.EINVAL: 400,
+    errno.EFBIG: 413,
+    errno.ENOSPC: 507,
+    errno.EDQUOT: 507,
+}
+
+
+def os_error(exc: OSError, what: str) -> HttpError:
+    """The HTTP error that says why a file operation on `what` failed (5xx only for a full disk
+    or an error no request could cause)."""
+    status = _OS_ERROR_STATUS.get(exc.errno or 0, 500)
+    return HttpError(status, f"{what}: {exc.strerror or exc}")
+
+
 def _json_object(body: bytes, field: str, kind: type, shape: str) -> dict[str, Any]:
     """The request body as a JSON object whose `field` is a `kind`, else a 4xx HttpError."""
-    try:
-        payload = json.loads(body)
+    try:  # strict: no NaN or Infinity, no lone surrogates, at most 200 levels deep
+        payload = pydantic_core.from_json(body, allow_inf_nan=False)
     except ValueError as exc:
         raise HttpError(400, f"the request body is not valid JSON: {exc}") from exc
     if not isinstance(payload, dict) or not isinstance(payload.get(field), kind):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import secrets
 import select
 import signal
@@ -42,8 +43,11 @@ class Server:
     ready: dict[str, object]
 
 
-def start_server(tmp_path: Path, token: str | None, *extra: str) -> Server:
-    """`python -m sandbox serve` in a fresh workspace, once it printed its READY line."""
+def start_server(
+    tmp_path: Path, token: str | None, *extra: str, max_files: int | None = None
+) -> Server:
+    """`python -m sandbox serve` in a fresh workspace, once it printed its READY line
+    (`max_files`: the server's RLIMIT_NOFILE, soft and hard)."""
     workspace, artifacts = tmp_path / "ws", tmp_path / "artifacts"
     workspace.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "SANDBOX_TOKEN"}
@@ -53,7 +57,12 @@ def start_server(tmp_path: Path, token: str | None, *extra: str) -> Server:
     command += ["--artifacts", str(artifacts), *extra]
     with (tmp_path / "server.log").open("wb") as log:
         proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True
+            command,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+            preexec_fn=None if max_files is None else lambda: _limit_files(max_files),
         )
     assert proc.stdout is not None
     readable, _, _ = select.select([proc.stdout], [], [], 20)
@@ -62,6 +71,10 @@ def start_server(tmp_path: Path, token: str | None, *extra: str) -> Server:
     ready = json.loads(line.removeprefix("SANDBOX READY "))
     url = f"http://127.0.0.1:{ready['port']}"
     return Server(url, token or "", workspace.resolve(), artifacts, proc, ready)
+
+
+def _limit_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 def stop_server(server: Server) -> None:
