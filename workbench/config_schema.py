@@ -181,7 +181,7 @@ class SandboxConfig(Section):
     your own, or when you are root the workspace owner's."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables set in the sandbox (also from SANDBOX_ENV_<NAME> variables)."""
-    soft_timeout_s: float = Field(default=DEFAULT_SOFT_TIMEOUT_S, gt=0)
+    soft_timeout_s: float = Field(default=DEFAULT_SOFT_TIMEOUT_S, gt=0, le=86_400)
     """A command that prints nothing new for this long returns to the agent, still running."""
     docker: DockerConfig = Field(default_factory=DockerConfig)
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
