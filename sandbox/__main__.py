@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run shell, kernel and browser in nested bwrap pid namespaces (with/without network)",
     )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
+    serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
     serve.add_argument(
         "--disable", action="append", default=[], metavar="EXECUTOR", help="turn an executor off"
     )
@@ -128,7 +129,9 @@ def serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from sandbox.core import Sandbox
 
-    sandbox = Sandbox(workspace, artifacts=args.artifacts, disabled=args.disable)
+    sandbox = Sandbox(
+        workspace, artifacts=args.artifacts, disabled=args.disable, checkpoints=args.checkpoints
+    )
     if not args.no_warm_up:
         sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
     from sandbox.server import SandboxServer

@@ -20,6 +20,7 @@ from workbench.agent.messages import MessageBuilder, observation_text, tool_argu
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
 from workbench.budget import Budget
+from workbench.checkpointer import Checkpointer
 from workbench.config_schema import Config
 from workbench.event_hub import EventHub
 from workbench.events import (
@@ -122,6 +123,8 @@ class Controller(EventHub):
         self._resumed.set()
         self._stop_request: _Stop | None = None
         self._current: asyncio.Future[Any] | None = None
+        self._files = Checkpointer(config.checkpoints, runtime, self._next_id, self._emit)
+        """Checkpoints of the workspace after each step that can change files."""
         self._stuck = StuckDetector(config.agent.stuck_threshold)
         self._stuck_warned = False
         self._malformed_run = 0
@@ -265,9 +268,13 @@ class Controller(EventHub):
             for call in response.tool_calls
         ]
         actions = self._parse_calls(content, calls)
+        if actions:
+            done = sum(isinstance(e, ActionEvent) for e in self.events) - len(actions)
+            await self._files.start(done)
         for event in actions:
             await self._checkpoint()
             await self._run_action(event)
+            await self._files.after(event)
         limit = self.config.agent.max_malformed_calls
         if self._malformed_run >= limit:
             raise _Stop("malformed", f"{self._malformed_run} malformed tool calls in a row")
