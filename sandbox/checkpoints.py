@@ -18,12 +18,14 @@ same store for listings and diffs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
 import subprocess
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,36 +166,94 @@ class CheckpointStore:
         started = time.perf_counter()
         first = self._ready()
         parent = self.head()
+        # One look at what differs from the index (the last checkpoint): changed and deleted
+        # files, new files in known folders, and new folders as a whole.
         listing = self._git(
-            "ls-files", "-z", "-t", "--others", "--modified", "--deleted", "--exclude-standard"
+            "ls-files",
+            "-z",
+            "-t",
+            "--others",
+            "--modified",
+            "--deleted",
+            "--directory",
+            "--exclude-standard",
         )
         tags: dict[str, set[str]] = {}
+        new_folders: list[str] = []
         for entry in listing.decode(errors="surrogateescape").split("\0"):
-            if len(entry) > 2:
+            if len(entry) > 2 and entry.startswith("? ") and entry.endswith("/"):
+                new_folders.append(entry[2:].rstrip("/"))
+            elif len(entry) > 2:
                 tags.setdefault(entry[2:], set()).add(entry[0])
-        skipped = self._update_large([n for n, t in tags.items() if "R" not in t])
+        new_files, empty_dirs = self._walk(new_folders)
+        tags.update((name, {"?"}) for name in new_files)
+        deleted = [name for name, tag in tags.items() if "R" in tag]
+        empty_dirs = sorted({*empty_dirs, *self._emptied(deleted)})
+        skipped = self._update_large([name for name, tag in tags.items() if "R" not in tag])
         covered = {name: tag for name, tag in tags.items() if name not in skipped}
         changes = Changes(
             added=tuple(sorted(n for n, t in covered.items() if "?" in t)),
             changed=tuple(sorted(n for n, t in covered.items() if t == {"C"})),
             deleted=tuple(sorted(n for n, t in covered.items() if "R" in t)),
         )
-        if changes.empty and skipped == self._skipped and parent is not None:
-            empty_dirs = self._empty_dirs()  # the index is the workspace's: read it as it is
-            if empty_dirs == self._dirs_of(parent):
-                return Checkpoint(parent, changes, tuple(skipped), time.perf_counter() - started)
-        else:
+        unchanged = changes.empty and skipped == self._skipped
+        if parent is not None and unchanged and empty_dirs == self._dirs_of(parent):
+            return Checkpoint(parent, changes, tuple(skipped), time.perf_counter() - started)
+        if first or not changes.empty:
             # Big files stream into one pack the first time (many loose objects are slow).
             options = ["-c", "core.bigFileThreshold=1"] if first else []
             self._git(*options, "add", "--all", "--", ".")
-            empty_dirs = self._empty_dirs()  # after: a folder emptied now is untracked
-        meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
         tree = self._git("write-tree").decode().strip()
-        args = ["commit-tree", tree, "-F", "-"] + (["-p", parent] if parent else [])
-        commit = self._git(*args, input=json.dumps(meta).encode()).decode().strip()
+        meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
+        commit = self._write_commit(tree, parent, json.dumps(meta))
         self._set_head(commit)
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
+
+    def _walk(self, folders: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The files in new folders, and their empty folders (ignored folders left out)."""
+        skip = {pattern.strip("/") for pattern in self.ignore if pattern.endswith("/")}
+        files: list[str] = []
+        empty: list[str] = []
+        for folder in folders:
+            for root, dirs, names in os.walk(self.workspace / folder):
+                rel = os.path.relpath(root, self.workspace)
+                entries = len(dirs) + len(names)
+                dirs[:] = [d for d in dirs if d not in skip]
+                files.extend(f"{rel}/{name}" for name in names)
+                if not entries:
+                    empty.append(rel)
+        return files, empty
+
+    def _emptied(self, deleted: Sequence[str]) -> set[str]:
+        """Folders left empty by deleted files."""
+        found: set[str] = set()
+        for name in deleted:
+            folder = os.path.dirname(name)
+            while folder and folder not in found:
+                path = self.workspace / folder
+                if path.is_symlink() or not path.is_dir() or os.listdir(path):
+                    break
+                found.add(folder)
+                folder = os.path.dirname(folder)
+        # Only the deepest: a folder holding an empty folder is not empty.
+        return {f for f in found if not any(o.startswith(f + "/") for o in found)}
+
+    def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
+        """Write the commit object directly (a process fewer than `git commit-tree`)."""
+        stamp = f"workbench <checkpoints@workbench> {int(time.time())} +0000"
+        lines = [f"tree {tree}", *([f"parent {parent}"] if parent else [])]
+        lines += [f"author {stamp}", f"committer {stamp}", "", message, ""]
+        body = "\n".join(lines).encode()
+        data = b"commit %d\0" % len(body) + body
+        sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+        target = self.path / "objects" / sha[:2] / sha[2:]
+        if not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            temporary = target.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
+            temporary.write_bytes(zlib.compress(data, 1))
+            temporary.replace(target)
+        return sha
 
     def _set_head(self, commit: str) -> None:
         self.ref.parent.mkdir(parents=True, exist_ok=True)
@@ -250,23 +310,8 @@ class CheckpointStore:
         if skipped != before:
             self._write_excludes(skipped)
             for name in skipped:  # a file that grew past the limit is no longer covered
-                self._git("rm", "-q", "--cached", "--ignore-unmatch", "--", name)
+                self._git("update-index", "--force-remove", "--", name)
         return skipped
-
-    def _empty_dirs(self) -> list[str]:
-        """Folders with nothing in them (git keeps files only), ignored ones left out."""
-        out = self._git("ls-files", "-z", "--others", "--directory", "--exclude-standard")
-        skip = {pattern.strip("/") for pattern in self.ignore if pattern.endswith("/")}
-        found: list[str] = []
-        for name in out.decode(errors="surrogateescape").split("\0"):
-            if not name.endswith("/"):
-                continue
-            # An untracked folder holds no file the store covers: find its empty leaves.
-            for root, dirs, files in os.walk(self.workspace / name):
-                dirs[:] = [d for d in dirs if d not in skip]
-                if not dirs and not files and not os.listdir(root):
-                    found.append(os.path.relpath(root, self.workspace))
-        return sorted(found)
 
     # ------------------------------------------------------------------ reading
 
@@ -302,6 +347,15 @@ class CheckpointStore:
             raise CheckpointError("no checkpoint of the present state: take one first")
         self._git("cat-file", "-e", f"{commit}^{{commit}}")
         changes = self.changes(current, commit)
+        # A path the restore would create that holds something now is a file the store does
+        # not cover (ignored, or over the size limit): never overwrite it.
+        uncovered = [name for name in changes.added if os.path.lexists(self.workspace / name)]
+        if uncovered:
+            listed = ", ".join(uncovered[:5]) + (" ..." if len(uncovered) > 5 else "")
+            raise CheckpointError(
+                f"the restore would overwrite files that checkpoints do not cover: {listed}; "
+                "nothing was changed. Move them away first."
+            )
         # Two-tree form: updates and deletes what differs, refuses to overwrite a file the
         # store does not cover.
         self._git("read-tree", "-m", "-u", current, commit)
