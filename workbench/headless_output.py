@@ -17,6 +17,7 @@ from workbench.agent.messages import observation_text
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
+    CheckpointEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
@@ -40,7 +41,7 @@ PROGRESS_KINDS = frozenset(
         "error",
     }
 )
-"""Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`)."""
+"""Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`, `checkpoint`)."""
 _HUMAN_OBS_CHARS = 2000
 
 
@@ -152,6 +153,10 @@ class HumanPrinter(Printer):
             self.line(f"error ({event.error_kind}): {event.message}", err=True)
         elif isinstance(event, StateChangedEvent):
             self.line(f"-- state {event.state}" + (f" ({event.reason})" if event.reason else ""))
+        elif isinstance(event, CheckpointEvent):
+            counts = f"+{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
+            skipped = f", {len(event.skipped)} not covered" if event.skipped else ""
+            self.line(f"-- checkpoint [{event.step}] {counts}{skipped} ({event.commit[:12]})")
         elif isinstance(event, LLMCallEvent):
             self.line(
                 f"-- llm {event.model}: {event.prompt_tokens}+{event.completion_tokens} tokens, "
