@@ -115,7 +115,8 @@ def serve(args: argparse.Namespace) -> int:
     if args.confine_agent:
         from sandbox import confine
 
-        why = confine.enable(network=args.confine_agent == "net")
+        protect = [args.checkpoints] if args.checkpoints else []
+        why = confine.enable(network=args.confine_agent == "net", protect=protect)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     workspace: Path = args.workspace

@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
+from pathlib import Path
 
 _prefix: list[str] = []
 
 
-def enable(network: bool = True) -> str | None:
-    """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not."""
+def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
+    """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not.
+
+    `protect`: folders the server writes that the agent may only read (the checkpoint store:
+    an agent that rewrote it could make a rewind bring back what it chose)."""
     global _prefix
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -40,6 +45,9 @@ def enable(network: bool = True) -> str | None:
     # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that forked exits, and
     # the shell is started in a warm-up thread. The server kills the session itself, and if the
     # server dies the outer bwrap's pid namespace ends, taking this nested one with it.
+    for folder in protect:
+        folder.mkdir(parents=True, exist_ok=True)
+        prefix += ["--ro-bind", str(folder), str(folder)]
     if not network:
         prefix.append("--unshare-net")
     try:

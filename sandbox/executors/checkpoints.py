@@ -41,6 +41,7 @@ class CheckpointExecutor:
                 self.store.max_file_bytes = action.max_file_bytes
                 return _observed(self.store.checkpoint(action.label))
             if isinstance(action, RestoreAction):
+                self.store.checkpoint("before a restore")  # the present is never lost
                 changes = self.store.restore(action.commit)
                 return CheckpointObservation(
                     commit=action.commit,

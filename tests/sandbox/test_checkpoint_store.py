@@ -96,3 +96,42 @@ def test_two_sandboxes_share_a_store_without_sharing_an_index(tmp_path: Path, ws
     assert one.changes(first.commit, one.head() or "").changed == ("a",)
     one.forget()
     assert not one.index_file.exists() and two.index_file.exists()
+
+
+async def test_the_agent_can_read_but_not_change_the_store(tmp_path: Path, ws: Path) -> None:
+    from sandbox.protocol import (
+        CheckpointAction,
+        CheckpointObservation,
+        CmdOutputObservation,
+        CmdRunAction,
+        RestoreAction,
+    )
+    from sandbox.runtimes.bwrap import bwrap_available
+    from sandbox.runtimes.local import LocalRuntime
+
+    if bwrap_available() is not None:
+        pytest.skip("bubblewrap does not work here")
+    store_path = tmp_path / "store.git"
+    runtime = LocalRuntime(ws, disable=["browser", "jupyter"], checkpoints=store_path)
+    await runtime.start()
+    try:
+        (ws / "a").write_text("a")
+        first = await runtime.execute(CheckpointAction(label="1"))
+        assert isinstance(first, CheckpointObservation) and first.added == ["a"]
+        shell = await runtime.execute(
+            CmdRunAction(
+                command=f"ls {store_path} >/dev/null && echo read=$?; "
+                f"echo x > {store_path}/HEAD; echo write=$?; rm -rf {store_path}/objects; "
+                "echo rm=$?; echo b > a"
+            )
+        )
+        assert isinstance(shell, CmdOutputObservation)
+        assert "read=0" in shell.content and "write=1" in shell.content, shell.content
+        assert "rm=0" not in shell.content
+        second = await runtime.execute(CheckpointAction(label="2"))
+        assert isinstance(second, CheckpointObservation) and second.changed == ["a"]
+        back = await runtime.execute(RestoreAction(commit=first.commit))
+        assert isinstance(back, CheckpointObservation) and back.changed == ["a"]
+        assert (ws / "a").read_text() == "a"
+    finally:
+        await runtime.close()
