@@ -302,4 +302,6 @@ ACTION_TYPES: tuple[type[BaseModel], ...] = (
     FileEditAction,
     IPythonAction,
     BrowseAction,
+    CheckpointAction,
+    RestoreAction,
 )
