@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("net", "nonet"),
         help="run shell, kernel and browser in nested bwrap pid namespaces (with/without network)",
     )
+    serve.add_argument(
+        "--agent-user",
+        metavar="UID:GID",
+        type=_uid_gid,
+        help="(as root) serve with this effective uid and run shell, kernel and browser as it",
+    )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
     serve.add_argument(
@@ -56,6 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-warm-up", action="store_true", help="start the shell lazily")
     serve.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR")
     return parser
+
+
+def _uid_gid(text: str) -> tuple[int, int]:
+    """ "UID:GID" (or "UID", the gid then the same number) as two ints."""
+    uid, _, gid = text.partition(":")
+    try:
+        return int(uid), int(gid or uid)
+    except ValueError:
+        why = f"expected UID:GID (e.g. 1000:1000), not {text!r}"
+        raise argparse.ArgumentTypeError(why) from None
 
 
 def read_token(token_file: Path | None, token_fd: int | None = None) -> tuple[str, Path | None]:
@@ -119,6 +135,13 @@ def serve(args: argparse.Namespace) -> int:
         why = confine.enable(network=args.confine_agent == "net", protect=protect)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
+    if args.agent_user:
+        from sandbox import confine
+
+        uid, gid = args.agent_user
+        why = confine.run_agent_as(uid, gid)
+        if why is not None:
+            raise SystemExit(f"sandbox: cannot run the agent as {uid}:{gid}: {why}")
     workspace: Path = args.workspace
     if workspace.exists() and not workspace.is_dir():
         raise SystemExit(f"sandbox: the workspace {workspace} is not a directory")

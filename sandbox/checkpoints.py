@@ -157,7 +157,10 @@ class CheckpointStore:
 
     def _write_excludes(self, large: Sequence[str]) -> None:
         lines = [*self.ignore, _MANAGED, *("/" + _glob_escape(p) for p in large)]
-        (self.path / "info" / "exclude").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        target = self.path / "info" / "exclude"
+        temporary = target.with_name(f".exclude.{self.key}.tmp")
+        temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        temporary.replace(target)  # a new file: the store may have been made by another uid
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -1,5 +1,10 @@
-"""Where the agent's own processes run: shell, kernel and browser, each in its own pid namespace.
+"""Where the agent's own processes run: apart from the server, so it cannot read or signal it.
 
+Two ways, one per runtime: `enable` (local runtime with bubblewrap: a nested pid namespace) and
+`run_agent_as` (Docker runtime: another uid). Both make `wrap` prefix the command that starts
+the shell, the kernel or the browser worker.
+
+**Nested bwrap (local).**
 The local runtime with isolation starts the server inside bubblewrap (system read-only, only
 the workspace and a private /tmp writable). That alone leaves the agent's shell beside the
 server: same uid, same pid namespace, so it could signal the server, and as root (bwrap keeps a
@@ -13,16 +18,44 @@ processes it kills, and its token never enters the agent's world.
 Why nested and not "server outside bwrap, only the shell inside": the editor and the upload
 endpoint write files from the server process, so the server's own file system view must be the
 confined one too. A nested bwrap costs ~5 ms per process start.
+
+**Another uid (Docker).** A default Docker container may not create namespaces (its seccomp
+profile refuses `unshare`), so there the server keeps root as its real and saved uid and works
+with the agent's uid as its effective one (`setresuid(0, U, 0)`): files it writes (editor,
+upload) belong to U like the agent's own, its rights on files are U's, yet a process of uid U
+may not signal it (the kernel compares the sender's uids with the target's real and saved uid)
+nor read its `/proc/PID/environ`, `mem` or fds (ptrace access needs all of the target's uids to
+match). Each agent process starts through `python -I -S -c _DROP U G -- argv`: it sets all
+three uids and gids to U and G (allowed without capabilities: each value is one the process
+already holds), which clears every capability, sets no-new-privileges (a setuid `su` gains
+nothing), then `exec`s. `-I -S`: nothing from the workspace, the environment or site-packages
+runs before the drop, while the process could still take root back.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 _prefix: list[str] = []
+
+_DROP = """\
+import os, sys
+uid, gid = int(sys.argv[1]), int(sys.argv[2])
+os.setresgid(gid, gid, gid)
+os.setresuid(uid, uid, uid)
+if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+    sys.exit("sandbox: could not drop to the agent's uid")
+import ctypes
+if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:
+    sys.exit("sandbox: could not set no_new_privs")
+os.execvp(sys.argv[4], sys.argv[4:])
+"""
+"""Run by `python -I -S -c`: become uid:gid for good (PR_SET_NO_NEW_PRIVS is 38), exec argv."""
 
 
 def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
@@ -59,6 +92,23 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
     _prefix = [*prefix, "--"]
+    return None
+
+
+def run_agent_as(uid: int, gid: int) -> str | None:
+    """From now on serve as effective uid:gid (real and saved uid root) and start agent
+    processes as uid:gid; None when done, otherwise why not (must be called as root)."""
+    global _prefix
+    if sys.platform != "linux":
+        return "a separate agent uid needs Linux"
+    if uid <= 0 or gid < 0:
+        return f"the agent's uid must not be root (got {uid}:{gid})"
+    if os.getresuid() != (0, 0, 0):
+        return "the server must start as root to run the agent under another uid"
+    os.setgroups([])
+    os.setresgid(0, gid, 0)
+    os.setresuid(0, uid, 0)
+    _prefix = [sys.executable, "-I", "-S", "-c", _DROP, str(uid), str(gid), "--"]
     return None
 
 

@@ -10,6 +10,7 @@
 - Settings: `config_schema`, `config`, `config_template`, `paths`.
 - Front ends, which never import each other: `cli` (entry point), `headless` +
   `headless_output`, and `tui/` (the only package that imports Textual); `display` is the
-  plain-data look of an event that both can use.
+  plain-data look of an event that both can use. `replay/` watches, re-runs and continues
+  recorded sessions (`workbench replay`), and reads and writes OpenHands trajectories.
 - `testing/`: the scripted LLM server, an in-process fake LLM client and a fake TUI backend.
 """

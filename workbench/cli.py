@@ -1,5 +1,11 @@
 """The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list,
-`policy` to ask the confirmation policy (`policy_cli.py`).
+show, delete and export saved sessions (`sessions_cli.py`), `replay` to watch or re-run a
+recording (`replay/command.py`), `policy` to ask the confirmation policy (`policy_cli.py`);
+`--resume ID`/`--last` continue a saved session in either front end.
+
+Whatever prints survives a reader that stops early (`workbench sessions | head`): a closed
+pipe ends a listing quietly with exit code 0; a headless run stops printing, goes on to its end
+and keeps its own exit code (`headless_output.Printer.line`).
 
 Only the standard library (and `workbench.exit_codes`, which needs nothing else) is imported
 before the arguments are parsed, so `--help` and usage errors answer at once; configuration
@@ -22,6 +28,13 @@ USAGE_EXIT = exit_codes.USAGE
 _EPILOG = """\
 commands:
   workbench sessions [--json]   list saved sessions, newest first
+  workbench sessions show|delete|export ID      one session (ID: an id or a unique prefix)
+  workbench --resume ID | --last [-t MESSAGE]   continue a saved session (new sandbox)
+  workbench replay SESSION|FILE [--headless] [--json] [--rerun | --continue-from N]
+                                watch a saved session or an OpenHands trajectory again, re-run
+                                its actions in a fresh sandbox and compare (exit 11 if they
+                                differ), or go on from step N with a live model; see
+                                `workbench replay --help`
   workbench checkpoints SESSION  each step's checkpoint: what it added, changed, deleted
   workbench rewind SESSION --to N [--yes] | --undo
                                 the workspace as it was after step N (0: before the first)
@@ -80,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("approve", "reject", "stop"),
         help="headless: what to do with an action that needs confirmation (default: reject)",
     )
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume",
+        metavar="ID",
+        help="continue a saved session (an id or a unique prefix of one; see `workbench "
+        "sessions`) in a new sandbox on its workspace; -t gives the next message",
+    )
+    again.add_argument("--last", action="store_true", help="continue the newest saved session")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     return parser
 
@@ -100,16 +121,29 @@ def read_task(args: argparse.Namespace) -> str | None:
     """The task from -t, -f or stdin (`-t -`), or None when none was given."""
     if args.file is not None:
         try:
-            with open(args.file, encoding="utf-8") as stream:
-                return stream.read()
-        except (OSError, UnicodeDecodeError) as exc:
+            with open(args.file, "rb") as stream:
+                data = stream.read()
+        except OSError as exc:
             raise ValueError(f"cannot read the task file {args.file}: {exc}") from None
+        return _utf8(data, f"the task file {args.file}")
     if args.task == "-":
         if sys.stdin is None or sys.stdin.isatty():
             raise ValueError("-t - reads the task from standard input, but nothing was piped in")
-        return sys.stdin.read()
+        binary = getattr(sys.stdin, "buffer", None)
+        return _utf8(binary.read(), "standard input") if binary else sys.stdin.read()
     task: str | None = args.task
     return task
+
+
+def _utf8(data: bytes, where: str) -> str:
+    """`data` as text; bytes that are not UTF-8 are a clear error, whatever the locale."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"cannot read the task from {where}: not UTF-8 text ({exc.reason} at byte "
+            f"{exc.start}). Fix: convert it to UTF-8, e.g. with iconv -t UTF-8."
+        ) from None
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -135,29 +169,66 @@ def _main_command(argv: Sequence[str], started: float) -> int:
         task = read_task(args)
     except ValueError as exc:
         return _fail(str(exc), args.json)
-    if args.headless and (task is None or not task.strip()):
+    resuming = bool(args.resume or args.last)
+    if args.headless and (task is None or not task.strip()) and not resuming:
         return _fail("--headless needs a task: -t TASK, -f FILE or -t - (stdin)", args.json)
     if args.workspace and not os.path.isdir(args.workspace):
         return _fail(f"--workspace {args.workspace}: no such directory", args.json)
 
     from pydantic import ValidationError
 
-    from workbench.config import ConfigError, load_config, require_model
+    from workbench.config import ConfigError, load_config, require_model, require_sandbox
 
     try:
         config = load_config(args.config and _path(args.config), overrides=overrides_from(args))
+        history = _history_to_resume(config, args) if resuming else None
         if args.headless:
             require_model(config)
+            require_sandbox(config)
     except ConfigError as exc:
         return _fail(str(exc), args.json)
     except ValidationError as exc:  # a flag's value the schema refuses
         return _fail(str(exc), args.json)
+    except ValueError as exc:  # no such session, or not a session log
+        return _fail(str(exc), args.json)
     if not args.headless:
-        args.task, args.file = task, None  # the TUI gets the task text, already read
+        args.task, args.file, args.history = task, None, history  # the TUI gets them read
         return _open_tui(config, args)
     from workbench.headless import run_headless
 
-    return run_headless(config, str(task), json_mode=args.json, started=started)
+    if history is not None and (task is None or not task.strip()):
+        from workbench.resume import CONTINUE_TEXT
+
+        task = CONTINUE_TEXT
+    return run_headless(config, str(task), json_mode=args.json, started=started, history=history)
+
+
+def _history_to_resume(config: Any, args: argparse.Namespace) -> Any:
+    """The session `--resume ID` or `--last` names, read back; the config is pointed at its
+    workspace (unless --workspace was given) and its model (unless one is configured).
+
+    Raises ValueError (SessionNotFound, SessionLogError's message) with a clear message."""
+    from workbench.resume import load_history
+    from workbench.session import sessions_dir_of
+    from workbench.session_find import find_session, last_session
+    from workbench.session_log import SessionLogError
+
+    directory = sessions_dir_of(config)
+    path = last_session(directory) if args.last else find_session(directory, args.resume)
+    try:
+        history = load_history(path)
+    except SessionLogError as exc:
+        raise ValueError(f"cannot resume: {exc}") from None
+    if not args.workspace:
+        if not os.path.isdir(history.workspace):
+            raise ValueError(
+                f"cannot resume session {history.parent_id}: its workspace "
+                f"{history.workspace} no longer exists. Fix: give --workspace DIR."
+            )
+        config.sandbox.workspace = history.workspace
+    if not config.llm.model:
+        config.llm.model = history.model
+    return history
 
 
 def _path(text: str) -> Any:
@@ -191,39 +262,20 @@ def _open_tui(config: Any, args: argparse.Namespace) -> int:
     return code
 
 
-def _sessions_command(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="workbench sessions", description="List saved sessions.")
-    parser.add_argument("--json", action="store_true", help="one JSON object per session")
-    parser.add_argument("--config", metavar="PATH", help="the config file to read")
-    args = parser.parse_args(argv)
-    import json
+def _flushed(code: int) -> int:
+    """`code`, once what was printed has left (a closed pipe raises here, not at exit)."""
+    sys.stdout.flush()
+    return code
 
-    from workbench.config import ConfigError, load_config
-    from workbench.session import sessions_dir_of
-    from workbench.session_log import list_summaries
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again."""
     try:
-        config = load_config(args.config and _path(args.config))
-    except ConfigError as exc:
-        return _fail(str(exc))
-    directory = sessions_dir_of(config)
-    summaries = list_summaries(directory) if directory.is_dir() else []
-    for summary in summaries:
-        header = summary.header
-        if args.json:
-            row = {"session_id": header.session_id, "created": header.created}
-            row |= {"model": header.model, "workspace": header.workspace}
-            row |= {"task": summary.task, "state": summary.state, "log": str(summary.path)}
-            print(json.dumps(row, separators=(",", ":")))
-        else:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
-            task = " ".join(summary.task.split())
-            task = task if len(task) <= 60 else task[:59] + "…"
-            state = summary.state or "-"
-            print(f"{header.session_id}  {when}  {state:<10}  {header.model}  {task}")
-    if not summaries and not args.json:
-        print(f"no sessions in {directory}")
-    return 0
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a test's StringIO): nothing to silence
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -232,16 +284,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["sessions"]:
-            return _sessions_command(args[1:])
+            from workbench.sessions_cli import sessions_command
+
+            return _flushed(sessions_command(args[1:]))
+        if args[:1] == ["replay"]:
+            from workbench.replay.command import replay_command
+
+            return _flushed(replay_command(args[1:]))
         if args[:1] in (["checkpoints"], ["rewind"], ["diff"]):
             from workbench.checkpoints_cli import run
 
-            return run(args[0], args[1:])
+            return _flushed(run(args[0], args[1:]))
         if args[:1] == ["policy"]:
             from workbench.policy_cli import policy_command
 
-            return policy_command(args[1:])
-        return _main_command(args, started)
+            return _flushed(policy_command(args[1:]))
+        return _flushed(_main_command(args, started))
+    except BrokenPipeError:  # `workbench sessions | head`: the reader left, which is fine
+        _silence_stdout()
+        return 0
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else USAGE_EXIT
     except KeyboardInterrupt:

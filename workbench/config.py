@@ -55,6 +55,7 @@ __all__ = [
     "load_config",
     "project_config_file",
     "require_model",
+    "require_sandbox",
     "save_setting",
 ]
 
@@ -146,7 +147,10 @@ def allowed_text(info: FieldInfo) -> str:
     return text
 
 
-def _suggest(key: str) -> str:
+def _suggest(key: str, section: bool = False) -> str:
+    if section:  # a table: only a section can be meant
+        found = difflib.get_close_matches(key, sorted(_SECTIONS), n=1, cutoff=0.6)
+        return f" Did you mean '{found[0]}'?" if found else ""
     match = difflib.get_close_matches(key, list(_KEYS), n=1, cutoff=0.6)
     if not match:
         leaf = key.rsplit(".", 1)[-1]
@@ -160,7 +164,7 @@ def _suggest(key: str) -> str:
 def _read_file(path: Path) -> dict[str, Any]:
     where = f"config file {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark some editors add is fine
     except OSError as exc:
         raise ConfigError(
             f"{where}: cannot read it ({exc.strerror or exc}). Fix: check the path given to "
@@ -199,18 +203,28 @@ def _flatten(data: Mapping[str, Any], where: str, prefix: str = "") -> dict[str,
         elif key in _KEYS:
             flat[key] = value
         else:
-            section = prefix.rstrip(".")
-            siblings = sorted(k.rsplit(".", 1)[-1] for k in _KEYS if k.startswith(prefix))
-            if section:
-                siblings = [s for s in siblings if f"{section}.{s}" in _KEYS]
-            known = f" Known keys in [{section}]: " if section else " Known top-level keys: "
+            what = "section" if isinstance(value, Mapping) else "key"
             raise ConfigError(
-                f"{where}: unknown key '{key}'.{_suggest(key)}{known}{', '.join(siblings)}. "
+                f"{where}: unknown {what} '{key}'.{_suggest(key, what == 'section')} "
+                f"{_known_under(prefix)} "
                 "Fix: rename or remove it.",
                 source=where,
                 key=key,
             )
     return flat
+
+
+def _known_under(prefix: str) -> str:
+    """The keys and sections directly under `prefix` ("" = the top level), each once."""
+    children = sorted({k[len(prefix) :].split(".", 1)[0] for k in _KEYS if k.startswith(prefix)})
+    keys = [child for child in children if prefix + child in _KEYS]
+    sections = [f"[{prefix}{child}]" for child in children if prefix + child in _SECTIONS]
+    where = f"in [{prefix.rstrip('.')}]" if prefix else "at the top level"
+    parts = [
+        f"keys {', '.join(keys)}" if keys else "",
+        f"sections {', '.join(sections)}" if sections else "",
+    ]
+    return f"Known {where}: {'; '.join(part for part in parts if part)}."
 
 
 def _split_list(text: str) -> list[str]:
@@ -306,6 +320,9 @@ def _explain(exc: ValidationError, sources: Mapping[str, str]) -> ConfigError:
         info = _KEYS.get(key)
         allowed = f" Allowed: {allowed_text(info)}." if info else ""
         message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "finite_number":  # NaN or infinity, which no setting takes
+            name = "NaN" if "nan" in str(error["input"]).lower() else "infinity"
+            message = f"{name} ({error['input']!r}) is not a number allowed here"
         lines.append(f"{source}: {key}: {message}.{allowed} {_fix_hint(source)}")
         first_source, first_key = first_source or source, first_key or key
     return ConfigError("\n".join(lines), source=first_source, key=first_key)
@@ -420,6 +437,20 @@ def require_model(config: Config) -> str:
     )
 
 
+def require_sandbox(config: Config) -> None:
+    """A ConfigError telling how to finish the sandbox settings a run needs (the remote
+    runtime needs its URL)."""
+    if config.sandbox.runtime == "remote" and not config.sandbox.remote.url:
+        file = config.source_file or paths.default_config_file()
+        raise ConfigError(
+            'sandbox.runtime is "remote", but sandbox.remote.url is not set. Fix: set '
+            "WORKBENCH_SANDBOX_REMOTE_URL (e.g. http://sandbox.example:8000), or url under "
+            f"[sandbox.remote] in {file}, or choose another runtime (--runtime local).",
+            source=str(file),
+            key="sandbox.remote.url",
+        )
+
+
 # --------------------------------------------------------------------------- writing back
 
 
@@ -440,7 +471,7 @@ def save_setting(path: Path, dotted_key: str, value: Any) -> None:
     if isinstance(node, SecretStr):
         node = node.get_secret_value()
     target = Path(path).expanduser().resolve()
-    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    text = target.read_text(encoding="utf-8-sig") if target.exists() else ""
     try:
         document = tomlkit.parse(text)
     except TOMLKitError as exc:
@@ -496,13 +527,24 @@ def add_to_list(path: Path, dotted_key: str, item: str) -> bool:
 
 
 def _write_private(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    """Replace `target` with `text` (mode 0600) in one step; a failed write (a full disk)
+    leaves the file as it was and no temporary file, and says so as a ConfigError."""
+    temp: str | None = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    except BaseException as exc:
+        if temp is not None:
+            Path(temp).unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        where = f"config file {target}"
+        raise ConfigError(
+            f"{where}: cannot save it ({exc.strerror or exc}); it was not changed. Fix: free "
+            f"space on the disk holding {target.parent}, or make it writable.",
+            source=where,
+        ) from exc

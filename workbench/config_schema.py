@@ -39,7 +39,10 @@ class Section(BaseModel):
     """Base of every config section: unknown keys are errors, field docstrings are docs."""
 
     model_config = ConfigDict(
-        extra="forbid", use_attribute_docstrings=True, validate_assignment=True
+        extra="forbid",
+        use_attribute_docstrings=True,
+        validate_assignment=True,
+        allow_inf_nan=False,  # no setting means anything by NaN or infinity
     )
 
 
@@ -131,6 +134,13 @@ class RemoteConfig(Section):
     api_key: SecretStr = SecretStr("")
     """Its bearer token. Never logged or shown."""
 
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} does not start with http:// or https://")
+        return url
+
 
 class LocalConfig(Section):
     """`[sandbox.local]`: the sandbox as a child process on this machine."""
@@ -155,7 +165,8 @@ class SandboxConfig(Section):
     )
     """Extra mounts for the docker runtime; SANDBOX_VOLUMES gives them comma-separated."""
     user_id: int = Field(default=-1, ge=-1)
-    """The uid commands run as in a container; -1: your own."""
+    """The uid the agent runs as in a container (0: root, which can signal the server); -1:
+    your own, or when you are root the workspace owner's."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables set in the sandbox (also from SANDBOX_ENV_<NAME> variables)."""
     soft_timeout_s: float = Field(default=DEFAULT_SOFT_TIMEOUT_S, gt=0)

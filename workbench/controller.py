@@ -8,9 +8,10 @@ A run ends with a `RunResult` whose `status` maps to an exit code (`workbench.ex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +32,7 @@ from workbench.events import (
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
+    Event,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
@@ -38,13 +40,14 @@ from workbench.events import (
 )
 from workbench.exit_codes import RunResult, Status
 from workbench.security.policy import Decision, check, headless_decision
-from workbench.session_log import SessionLog
+from workbench.session_log import SessionLog, SessionLogWriteError
 from workbench.stuck import Step, StuckDetector
 from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
     from workbench.llm import ChatModel, ToolCall
+    from workbench.resume import History
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
 
@@ -70,7 +73,7 @@ def valid_text(text: str) -> str:
 
 
 _FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
-_ERROR_STATUSES = ("llm_error", "sandbox_error", "internal_error")
+_ERROR_STATUSES = ("config_error", "llm_error", "sandbox_error", "internal_error", "log_error")
 
 
 class _Stop(Exception):
@@ -164,10 +167,38 @@ class Controller(EventHub):
         self._wakeup.set()
         self._resumed.set()
 
+    def restore(self, history: History) -> None:
+        """Start from a saved session: its events are copied into this log (subscribers do not
+        see them), its tokens and cost count towards this session's budget, and the model is
+        told, in a message, that the shell and the kernel start afresh."""
+        from workbench.resume import resume_note
+
+        if self.events:
+            raise RuntimeError("restore() must come before any event of this session")
+        for event in history.events:
+            self.events.append(event)
+            self.session.append(event)
+        self.total_steps = history.steps
+        self.prompt_tokens = history.prompt_tokens
+        self.completion_tokens = history.completion_tokens
+        self.cost = history.cost
+        note = resume_note(history, self.workspace)
+        self._emit(MessageEvent(id=self._next_id(), source="environment", text=note))
+
     # ------------------------------------------------------------------ the loop
 
-    async def run(self, task: str) -> RunResult:
-        """Work on `task` until finished, stopped, failed or out of steps or budget."""
+    def adopt_history(self, events: Iterable[Event]) -> None:
+        """Take an earlier run's events (numbered from 1 on, before any of this controller's)
+        as this session's start: logged and shown like new ones, and sent with the next LLM
+        call. Then `run(None)` goes on from them."""
+        for event in events:
+            if event.id != self._next_id():
+                raise ValueError(f"event {event.id} comes where {self._next_id()} should")
+            self._emit(event)
+
+    async def run(self, task: str | None) -> RunResult:
+        """Work on `task` until finished, stopped, failed or out of steps or budget (None: go
+        on from the history `adopt_history` gave, with no new message)."""
         if self._running:
             raise RuntimeError("this controller is already running a task")
         self._running = True
@@ -181,11 +212,14 @@ class Controller(EventHub):
         status: Status = "internal_error"
         reason = ""
         try:
-            self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
+            if task is not None:
+                self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
             self._set_state("running")
             await self._loop()
         except _Stop as stop:
             status, reason = stop.status, stop.reason
+        except SessionLogWriteError:
+            pass  # _finish_run reports it
         except asyncio.CancelledError:
             status, reason = "interrupted", "the run was cancelled"
             self._finish_run(status, reason)
@@ -193,14 +227,21 @@ class Controller(EventHub):
         except Exception as exc:  # a bug: keep the session log complete and say so
             log.exception("controller failed")
             reason = f"{type(exc).__name__}: {exc}"
-            self._emit(ErrorEvent(id=self._next_id(), error_kind="internal", message=reason))
+            with contextlib.suppress(SessionLogWriteError):  # _finish_run reports it
+                self._emit(ErrorEvent(id=self._next_id(), error_kind="internal", message=reason))
         return self._finish_run(status, reason)
 
     def _finish_run(self, status: Status, reason: str) -> RunResult:
         self._running = False
         self._stop_pump()
+        failure = self.session.failure
+        if failure is not None:  # the log is not whole: that is how this run ended
+            status, reason = "log_error", str(failure)
         state = _FINAL_STATE.get(status, "error" if status in _ERROR_STATUSES else "stopped")
-        self._set_state(state, f"{status}: {reason}" if reason else status)
+        with contextlib.suppress(SessionLogWriteError):  # shown, not logged; said below
+            self._set_state(state, f"{status}: {reason}" if reason else status)
+        if failure is None and self.session.failure is not None:
+            status, reason = "log_error", str(self.session.failure)
         return RunResult(
             status=status,
             exit_code=exit_codes.exit_code(status),
@@ -241,7 +282,7 @@ class Controller(EventHub):
             self._emit(
                 ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
             )
-            raise _Stop("llm_error", str(exc)) from None
+            raise _Stop(exc.run_status, str(exc)) from None
         self.steps += 1
         self.total_steps += 1
         self.prompt_tokens += response.prompt_tokens
@@ -406,9 +447,11 @@ class Controller(EventHub):
         self._emit(MessageEvent(id=self._next_id(), source="environment", text=text))
 
     async def _checkpoint(self) -> None:
-        """Raise the pending stop, or wait here while paused."""
+        """Raise the pending stop (or the log's failure), or wait here while paused."""
         if self._stop_request is not None:
             raise self._stop_request
+        if self.session.failure is not None:  # nothing more may happen unrecorded
+            raise self.session.failure
         if not self._resumed.is_set():
             previous = self.state
             self._set_state("paused")

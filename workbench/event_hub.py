@@ -5,7 +5,7 @@ and a little after it ends: output travels on its own connection and can trail t
 run ended on, so the forwarding stops once the shell reports its command finished (or after
 `DRAIN_MAX_S`), not at once.
 Subscribers are called in the event loop's thread; one that raises is logged and skipped, so a
-broken front end cannot break the session.
+broken front end cannot break the session. A log that cannot be written ends the run (`_emit`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from sandbox.protocol import StreamEvent
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench.events import AgentState, Event, StateChangedEvent
-from workbench.session_log import SessionLog
+from workbench.session_log import SessionLog, SessionLogWriteError
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +59,29 @@ class EventHub:
         return lambda: subs.remove(callback) if callback in subs else None
 
     def _next_id(self) -> int:
-        return len(self.events) + 1
+        # The last id + 1, not the count: restored history may lack a line that did not parse.
+        return self.events[-1].id + 1 if self.events else 1
 
     def _emit(self, event: Event) -> None:
+        """Log `event`, then hand it to the subscribers.
+
+        When the log cannot be written (a full disk), the subscribers still see the event (the
+        person watching loses nothing) and the first failure is raised to end the run; later
+        events are shown and not logged (the log's `failure` says why)."""
         self.events.append(event)
-        self.session.append(event)
+        failed: SessionLogWriteError | None = None
+        if self.session.failure is None:
+            try:
+                self.session.append(event)
+            except SessionLogWriteError as exc:
+                failed = exc
         for callback in list(self._subscribers):
             try:
                 callback(event)
             except Exception:
                 log.exception("event subscriber failed")
+        if failed is not None:
+            raise failed
 
     def _set_state(self, state: AgentState, reason: str = "") -> None:
         if state == self.state and not reason:

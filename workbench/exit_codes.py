@@ -27,6 +27,8 @@ Status = Literal[
     "sandbox_error",
     "internal_error",
     "interrupted",
+    "replay_differs",
+    "log_error",
 ]
 
 
@@ -59,8 +61,8 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "USAGE",
         ("config_error",),
         "usage/config error",
-        "bad command line or configuration; nothing ran (the message names the file, the key "
-        "and the fix)",
+        "bad command line or configuration, or a model the provider cannot place or find (seen "
+        "at the first LLM call); no step ran (the message names the file, the key and the fix)",
     ),
     ExitCode(
         3,
@@ -115,6 +117,23 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "a bug in workbench; the session log has the error",
     ),
     ExitCode(
+        11,
+        "REPLAY_DIFFERS",
+        ("replay_differs",),
+        "replay differs",
+        "`workbench replay --rerun`: a re-run action's result differs from the recorded one "
+        "(after normalising times, pids, temporary paths, durations and the workspace path)",
+    ),
+    ExitCode(
+        12,
+        "LOG_ERROR",
+        ("log_error",),
+        "session log unwritable",
+        "the session log could not be written (a full disk, a read-only or vanished folder): "
+        "the run stopped there, or never started; the log keeps every event written before, "
+        "each line whole, and the message names the folder and the fix",
+    ),
+    ExitCode(
         130,
         "INTERRUPTED",
         ("interrupted",),
@@ -140,7 +159,9 @@ LLM_ERROR: Final = _code("LLM_ERROR")
 SANDBOX_ERROR: Final = _code("SANDBOX_ERROR")
 MALFORMED: Final = _code("MALFORMED")
 INTERNAL: Final = _code("INTERNAL")
+REPLAY_DIFFERS: Final = _code("REPLAY_DIFFERS")
 INTERRUPTED: Final = _code("INTERRUPTED")
+LOG_ERROR: Final = _code("LOG_ERROR")
 
 EXIT_CODES: Final[dict[Status, int]] = {
     status: row.code for row in TABLE for status in row.statuses

@@ -4,8 +4,10 @@ Start-up overlaps the slow parts: litellm is imported in a worker thread while t
 starts and the session log is opened, so the first request leaves about when the import ends.
 With no one to ask, confirmations follow `security.headless_on_confirm` (`--on-confirm`), and
 an agent that replies without a tool call is nudged `MAX_NUDGES` times, then the run ends as
-"no_finish" (exit code 1, like giving up). Ctrl-C stops the run, writes the final state event,
-closes the sandbox and exits with 130.
+"no_finish" (exit code 1, like giving up). Ctrl-C (SIGINT) or SIGTERM stops the run, writes the
+final state event naming the signal, closes the sandbox and exits with 130. A session log that
+cannot be written (a full disk) stops the run with `log_error` (exit code 12); the summary line
+is still printed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
@@ -35,7 +37,10 @@ from workbench.session import (
     start_runtime,
     workspace_of,
 )
-from workbench.session_log import SessionLog
+from workbench.session_log import SessionLog, SessionLogWriteError
+
+if TYPE_CHECKING:
+    from workbench.resume import History
 
 MAX_NUDGES = 2
 NUDGE = (
@@ -45,7 +50,7 @@ NUDGE = (
 )
 
 
-class _Nudger:
+class Nudger:
     """Answers an agent that stopped without `finish`, then gives up on it."""
 
     def __init__(self, controller: Controller) -> None:
@@ -99,24 +104,36 @@ def _settle(future: asyncio.Future[None], exc: BaseException | None) -> None:
 
 
 async def run_session(
-    config: Config, task: str, printer: Printer, started: float | None = None
+    config: Config,
+    task: str,
+    printer: Printer,
+    started: float | None = None,
+    history: History | None = None,
 ) -> dict[str, Any]:
-    """Run `task` once; returns the summary (status, exit code, accounting, session id)."""
+    """Run `task` once (continuing `history` if given: a new log linked to its session);
+    returns the summary (status, exit code, accounting, session id)."""
     from workbench.llm import LLMError
 
     started = time.monotonic() if started is None else started
     # litellm's import (and priming) in a thread, meanwhile ...
     warm = _import_litellm_in_background(config.llm)
-    session = new_log(config)
+    try:
+        session = new_log(config, parent=history)
+    except SessionLogWriteError as exc:
+        # e.g. a full disk: nothing could be recorded, so nothing runs
+        warm.cancel()
+        printer.notice(str(exc))
+        return _summary("log_error", str(exc), None, None, None, started, history)
     session_id = session.session_id
-    printer.start(
-        {
-            "session_id": session_id,
-            "model": config.llm.model,
-            "workspace": str(workspace_of(config)),
-            "log": str(session.path),
-        }
-    )
+    start: dict[str, Any] = {
+        "session_id": session_id,
+        "model": config.llm.model,
+        "workspace": str(workspace_of(config)),
+        "log": str(session.path),
+    }
+    if history is not None:
+        start |= {"resumed_from": history.parent_id, "resumed_events": len(history.events)}
+    printer.start(start)
     controller: Controller | None = None
     result: RunResult | None = None
     status: Status = "internal_error"
@@ -124,18 +141,20 @@ async def run_session(
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     interrupts = 0
+    stopped_by = ""
 
-    def on_signal() -> None:
-        nonlocal interrupts
+    def on_signal(sig: signal.Signals) -> None:
+        nonlocal interrupts, stopped_by
         interrupts += 1
+        stopped_by = stopped_by or _signal_reason(sig)
         if controller is not None and interrupts == 1:
-            printer.notice("interrupted: stopping (press Ctrl-C again to abort)")
-            controller.stop("interrupted by Ctrl-C")
+            printer.notice(f"{stopped_by}: stopping (press Ctrl-C again to abort)")
+            controller.stop(stopped_by)
         elif main is not None:
             main.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
+        loop.add_signal_handler(sig, on_signal, sig)
     runtime: Runtime | None = None
     try:
         runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
@@ -153,18 +172,20 @@ async def run_session(
             printer.event(event)
 
         controller.subscribe(show)
-        controller.subscribe(_Nudger(controller))
+        controller.subscribe(Nudger(controller))
+        if history is not None:
+            controller.restore(history)
         result = await controller.run(task)
         status, reason = result.status, result.reason
     except SandboxError as exc:
         status, reason = "sandbox_error", str(exc)
         _record_failure(session, controller, "sandbox", reason, status, printer)
     except asyncio.CancelledError:
-        status, reason = "interrupted", "interrupted by Ctrl-C"
+        status, reason = "interrupted", stopped_by or "cancelled"
         if controller is None:
             _record_failure(session, None, "interrupted", reason, status, printer)
     except LLMError as exc:  # the client could not even be set up
-        status, reason = "llm_error", str(exc)
+        status, reason = exc.run_status, str(exc)
         _record_failure(session, controller, f"llm_{exc.kind}", reason, status, printer)
     except Exception as exc:  # a bug: say so, keep the log complete, still close the sandbox
         status, reason = "internal_error", f"{type(exc).__name__}: {exc}"
@@ -180,7 +201,24 @@ async def run_session(
             except Exception as exc:  # closing must not hide how the run ended
                 printer.notice(f"closing the sandbox failed: {exc}")
         session.close()
-    summary = {
+    if session.failure is not None and status != "log_error":
+        status, reason = "log_error", str(session.failure)
+    if status == "log_error":
+        printer.notice(reason)
+    return _summary(status, reason, controller, session_id, session, started, history)
+
+
+def _summary(
+    status: Status,
+    reason: str,
+    controller: Controller | None,
+    session_id: str | None,
+    session: SessionLog | None,
+    started: float,
+    history: History | None = None,
+) -> dict[str, Any]:
+    """The run's summary line (no session id or log when none could be opened)."""
+    return {
         "status": status,
         "exit_code": exit_codes.exit_code(status),
         "reason": reason,
@@ -190,10 +228,18 @@ async def run_session(
         "tokens": (controller.prompt_tokens + controller.completion_tokens) if controller else 0,
         "cost": controller.cost if controller else 0.0,
         "session_id": session_id,
-        "log": str(session.path),
+        "log": str(session.path) if session else None,
+        **({"resumed_from": history.parent_id} if history is not None else {}),
         "duration_s": round(time.monotonic() - started, 3),
     }
-    return summary
+
+
+def _signal_reason(sig: signal.Signals) -> str:
+    """How a stop by `sig` is reported: Ctrl-C sends SIGINT; SIGTERM comes from another
+    process (a service manager, `kill`, or the agent itself)."""
+    if sig == signal.SIGINT:
+        return "interrupted by Ctrl-C (SIGINT)"
+    return f"stopped by {sig.name}, sent by another process"
 
 
 def _record_failure(
@@ -216,7 +262,9 @@ def _record_failure(
         ),
     ]
     for event in events:
-        session.append(event)
+        if session.failure is None:
+            with contextlib.suppress(SessionLogWriteError):  # run_session reports it
+                session.append(event)
         printer.event(event)
 
 
@@ -227,13 +275,14 @@ def run_headless(
     out: TextIO | None = None,
     err: TextIO | None = None,
     started: float | None = None,
+    history: History | None = None,
 ) -> int:
-    """Run one task headless and return the process exit code."""
+    """Run one task headless (continuing `history` if given) and return the exit code."""
     scrub = scrubber_of(config)
     kind = JsonPrinter if json_mode else HumanPrinter
     printer = kind(out, err, all_events=config.log_all_events, scrub=scrub)
     try:
-        summary = asyncio.run(run_session(config, task, printer, started))
+        summary = asyncio.run(run_session(config, task, printer, started, history))
     except KeyboardInterrupt:  # Ctrl-C before the loop could install its handler
         return exit_codes.INTERRUPTED
     printer.summary(summary)

@@ -8,6 +8,7 @@ Every printed line goes through the secret scrubber first.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -45,6 +46,18 @@ PROGRESS_KINDS = frozenset(
 _HUMAN_OBS_CHARS = 2000
 
 
+def silence(stream: TextIO) -> None:
+    """Point the file descriptor under `stream` at /dev/null, so what is still buffered, and
+    the interpreter's last flush, do not fail on a closed pipe again."""
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):  # no descriptor (a StringIO): nothing to silence
+        return
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 class Printer:
     """Base of both printers: filtering, scrubbing and the line sink."""
 
@@ -60,16 +73,25 @@ class Printer:
         self.all_events = all_events
         self.scrub = scrub
         self.steps = 0
+        self._gone: list[TextIO] = []
+        """Streams whose reader went away."""
 
     def wants(self, event: Event) -> bool:
         """True when `event` is printed at this verbosity."""
         return self.all_events or event.kind in PROGRESS_KINDS
 
     def line(self, text: str, err: bool = False) -> None:
-        """Print one (scrubbed) line and flush, so a pipe reader sees it at once."""
+        """Print one (scrubbed) line and flush, so a pipe reader sees it at once. A reader that
+        went away (`| head`) ends the printing to that stream, not the run (its log is kept)."""
         stream = self.err if err else self.out
-        stream.write(self.scrub(text) + "\n")
-        stream.flush()
+        if stream in self._gone:
+            return
+        try:
+            stream.write(self.scrub(text) + "\n")
+            stream.flush()
+        except BrokenPipeError:
+            self._gone.append(stream)
+            silence(stream)
 
     def start(self, info: dict[str, Any]) -> None:
         """The session started."""
@@ -123,6 +145,11 @@ class HumanPrinter(Printer):
             f"workbench session {info['session_id']}  model {info['model']}  "
             f"workspace {info['workspace']}"
         )
+        if info.get("resumed_from"):
+            self.line(
+                f"continuing session {info['resumed_from']} "
+                f"({info.get('resumed_events', 0)} earlier events) in a new sandbox"
+            )
 
     def event(self, event: Event) -> None:
         """Print the event, when wanted, in a form a person can scan."""
@@ -168,7 +195,8 @@ class HumanPrinter(Printer):
         """The closing line: status, steps, tokens, cost, session, exit code."""
         s = summary
         reason = f" ({s['reason']})" if s.get("reason") else ""
+        session = f"session {s['session_id']}" if s.get("session_id") else "no session"
         self.line(
             f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
-            f"${s['cost']:.4f}, session {s['session_id']}, exit {s['exit_code']}"
+            f"${s['cost']:.4f}, {session}, exit {s['exit_code']}"
         )

@@ -9,6 +9,7 @@ overlap them; `open_controller` then puts the started parts together.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from workbench.config_schema import Config
 from workbench.session_log import (
     LoadedSession,
     Scrubber,
+    SessionHeader,
     SessionLog,
     make_header,
     new_session_id,
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
+    from workbench.resume import History
 
 
 def workspace_of(config: Config) -> Path:
@@ -75,13 +78,13 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         options |= {"isolation": box.local.isolation, "network": box.local.network}
         # The project's rules decide what runs without asking: the agent must not edit them.
         options |= {"read_only": [str(PROJECT_CONFIG.parent)]}
-        if config.checkpoints.enabled:
-            options["checkpoints"] = checkpoint_store_of(workspace)
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
         options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
         options |= {"image_prefix": docker.image_prefix}
+    if config.checkpoints.enabled:
+        options["checkpoints"] = checkpoint_store_of(workspace)
     return options
 
 
@@ -116,17 +119,38 @@ async def start_runtime(runtime: Runtime) -> Runtime:
 
 
 def runtime_warning(runtime: Runtime) -> str | None:
-    """Why a started runtime is less isolated than configured (local "auto" without bwrap)."""
-    warning = getattr(runtime, "warning", None)  # only the local runtime has one
+    """Why a started runtime is less isolated than it could be (local "auto" without bwrap, a
+    Docker agent running as root)."""
+    warning = getattr(runtime, "warning", None)  # the local and Docker runtimes have one
     return warning if isinstance(warning, str) and warning else None
 
 
-def new_log(config: Config) -> SessionLog:
-    """A new session log (header written) in the configured sessions folder."""
+def new_log(
+    config: Config, parent: History | None = None, link: dict[str, Any] | None = None
+) -> SessionLog:
+    """A new session log (header written) in the configured sessions folder. Continuing
+    `parent` (resume, branch), its header names it and the parent's stored images are brought
+    along; `link` names a session it goes on from another way (`replay --continue-from`: its
+    id, log, step and how), written into the header as `parent`."""
     header = make_header(
-        new_session_id(), workspace_of(config), config.llm.model, config.redacted_dict()
+        new_session_id(),
+        workspace_of(config),
+        config.llm.model,
+        config.redacted_dict(),
+        parent_id=parent.parent_id if parent else str((link or {}).get("session_id", "")),
+        parent_event=parent.upto if parent else 0,
     )
-    return SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+    if link is not None:
+        header = SessionHeader(**header.model_dump(), parent=link)
+    log = SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
+    if parent is not None:
+        from workbench.resume import copy_payloads
+
+        try:
+            copy_payloads(parent, log.payload_dir)
+        except OSError as exc:  # only the earlier pictures are lost; the session goes on
+            logging.getLogger(__name__).warning("could not bring the images along: %s", exc)
+    return log
 
 
 def make_llm(config: Config, on_retry: RetryHook | None = None) -> LLMClient:

@@ -2,13 +2,17 @@
 
 Line 1 is a `SessionHeader`; every later line is one event (`workbench.events`). Each line is
 written whole and flushed as it happens, so a process killed mid-write leaves at most one
-partial last line, which `read` skips and reports. Large payloads (images) are files in a
-folder beside the log (`<id>.files/`), referenced by name. Known secret values are scrubbed
-from every line before it is written, whatever event carries them.
+partial last line, which `read` skips and reports. A write that fails (a full disk) is cut
+back to the last complete line and raises `SessionLogWriteError`, whose message says where and
+what to do. Large payloads (images) are files in a folder beside the log (`<id>.files/`),
+referenced by name. Known secret values are scrubbed from every line before it is written,
+whatever event carries them. `list_summaries` lists damaged logs too, saying what is wrong.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -18,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -57,6 +61,10 @@ class SessionHeader(BaseModel):
     model: str
     config_digest: str = ""
     config: dict[str, Any] = {}
+    parent_id: str = ""
+    """The session this one continues (resumed or branched from it); "" for a new one."""
+    parent_event: int = 0
+    """The id of the parent's last event copied into this log (events up to it are history)."""
 
 
 def workbench_version() -> str:
@@ -99,8 +107,11 @@ def make_header(
     workspace: str | Path,
     model: str,
     config: Mapping[str, Any] | None = None,
+    parent_id: str = "",
+    parent_event: int = 0,
 ) -> SessionHeader:
-    """A header for a new session; `config` is redacted and digested here."""
+    """A header for a new session (`parent_*`: the session it continues); `config` is
+    redacted and digested here."""
     clean = redact(dict(config or {}))
     return SessionHeader(
         workbench_version=workbench_version(),
@@ -110,6 +121,8 @@ def make_header(
         model=model,
         config_digest=config_digest(clean),
         config=clean,
+        parent_id=parent_id,
+        parent_event=parent_event,
     )
 
 
@@ -136,18 +149,57 @@ class Scrubber:
         return bool(self._forms)
 
 
+class SessionLogWriteError(OSError):
+    """The session log, or a file beside it, could not be written (a full disk, a read-only
+    or vanished folder); the message says what, where and what to do."""
+
+    def __init__(self, message: str, path: Path, errno_code: int | None) -> None:
+        super().__init__(errno_code or 0, message)
+        self.message = message
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _write_failure(what: str, path: Path, exc: OSError, kept: str = "") -> SessionLogWriteError:
+    """The error for `what` (at `path`) failing to be written, with the fix."""
+    why = exc.strerror or str(exc)
+    folder = path.parent
+    if exc.errno in _FULL:
+        fix = f"free space on the disk holding {folder}"
+    else:
+        fix = f"make {folder} writable"
+    message = (
+        f"cannot write {what} {path}: {why}. {kept}Fix: {fix}, or point WORKBENCH_DATA_DIR "
+        "(or session.dir in the config) at a folder on another disk, then run again."
+    )
+    return SessionLogWriteError(message, path, exc.errno)
+
+
 class SessionLog:
-    """An open session log: `append` writes one event per line, flushed as it happens."""
+    """An open session log: `append` writes one event per line, flushed as it happens.
+
+    A line is written whole or not at all: when a write fails (a full disk), the file is cut
+    back to its last complete line, the log stops taking events (`failure` says why) and the
+    append raises `SessionLogWriteError`."""
 
     def __init__(
-        self, path: Path, header: SessionHeader, stream: IO[str], scrub: Scrubber, fsync: bool
+        self, path: Path, header: SessionHeader, fd: int, scrub: Scrubber, fsync: bool
     ) -> None:
         self.path = path
         self.header = header
-        self._stream = stream
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+        """The file's length up to its last complete line."""
         self._scrub = scrub
         self._fsync = fsync
         self.events_written = 0
+        self.failure: SessionLogWriteError | None = None
+        """Why the log stopped taking events (None while it is whole and open)."""
 
     @property
     def session_id(self) -> str:
@@ -171,13 +223,28 @@ class SessionLog:
         secrets: Iterable[str] = (),
         fsync: bool = False,
     ) -> SessionLog:
-        """Start `<directory>/<session id>.jsonl` with `header` (refuses to overwrite a log)."""
-        directory.mkdir(parents=True, exist_ok=True)
+        """Start `<directory>/<session id>.jsonl` with `header` (refuses to overwrite a log).
+
+        Raises `SessionLogWriteError` (and leaves no file) when it cannot be written."""
         path = directory / f"{header.session_id}.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        stream = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-        log = cls(path, header, stream, Scrubber(secrets), fsync)
-        log._write(header.model_dump_json())
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise _write_failure("the new session log", path, exc, "Nothing was run. ") from exc
+        log = cls(path, header, fd, Scrubber(secrets), fsync)
+        try:
+            log._write(header.model_dump_json())
+        except BaseException as exc:
+            os.close(fd)
+            path.unlink(missing_ok=True)  # no empty log left behind
+            cause = exc.__cause__
+            if isinstance(exc, SessionLogWriteError) and isinstance(cause, OSError):
+                nothing = "Nothing was run. "
+                raise _write_failure("the new session log", path, cause, nothing) from cause
+            raise
         return log
 
     def append(self, event: Event) -> None:
@@ -186,35 +253,71 @@ class SessionLog:
         self.events_written += 1
 
     def write_payload(self, name: str, data: bytes) -> str:
-        """Store a large payload beside the log; returns the name to reference it by."""
+        """Store a large payload beside the log; returns the name to reference it by.
+
+        Written to a temporary name and renamed, so a failure (`SessionLogWriteError`) leaves
+        no partial file."""
         safe = Path(name).name
         if not safe or safe in (".", ".."):
             raise ValueError(f"bad payload name: {name!r}")
-        self.payload_dir.mkdir(exist_ok=True)
-        (self.payload_dir / safe).write_bytes(data)
+        target = self.payload_dir / safe
+        temp = target.with_name(f".{safe}.partial")
+        try:
+            self.payload_dir.mkdir(exist_ok=True)
+            temp.write_bytes(data)
+            os.replace(temp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+            raise _write_failure("an image of the session to", target, exc) from exc
         return safe
 
     def close(self) -> None:
-        """Flush and close the file; further appends raise ValueError."""
-        if not self._stream.closed:
-            self._stream.flush()
-            os.fsync(self._stream.fileno())
-            self._stream.close()
+        """Sync and close the file; further appends raise ValueError. Never raises: a sync
+        that fails is kept in `failure`."""
+        if self._fd < 0:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            if self.failure is None:
+                self.failure = _write_failure("the session log", self.path, exc)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
 
     @property
     def closed(self) -> bool:
         """True once `close` was called."""
-        return self._stream.closed
+        return self._fd < 0
 
     def _write(self, line: str) -> None:
+        if self._fd < 0:
+            raise ValueError(f"the session log {self.path} is closed")
+        if self.failure is not None:
+            raise self.failure
         if "\n" in line:  # model_dump_json never emits one; a line must stay one line
             line = line.replace("\n", "\\n")
         if self._scrub:
             line = self._scrub(line)
-        self._stream.write(line + "\n")
-        self._stream.flush()
-        if self._fsync:
-            os.fsync(self._stream.fileno())
+        encoded = (line + "\n").encode("utf-8")
+        rest = memoryview(encoded)
+        try:
+            while rest:
+                rest = rest[os.write(self._fd, rest) :]
+            if self._fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            self._cut_back()
+            kept = f"The log keeps its header and {self.events_written} event(s), each line whole. "
+            self.failure = _write_failure("the session log", self.path, exc, kept)
+            raise self.failure from exc
+        self._size += len(encoded)
+
+    def _cut_back(self) -> None:
+        """Drop a partly written line: the file ends with its last complete line again."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._size)
 
     def __enter__(self) -> SessionLog:
         return self
@@ -277,53 +380,120 @@ class SessionSummary:
 
     path: Path
     header: SessionHeader
+    """The log's header; for a log without a readable one, a stand-in named after the file
+    (its time is the file's, model and workspace are empty) and `damaged` says why."""
     task: str
     """The first message the person sent ("" if the log has none)."""
     state: str
     """The last agent state recorded: finished, error or stopped; "unfinished" if the log
     stops in another state (still running, or its process was killed); "" if none."""
+    damaged: str = ""
+    """What is wrong with the file ("" when nothing is): no header, a line that is not JSON,
+    cut mid-line (its complete lines still load), unreadable."""
+
+
+_MAX_BAD_LINES_NAMED = 3
 
 
 def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> SessionSummary:
-    """Summarize a log from its first lines and its last bytes (not the whole file)."""
+    """Summarize a log from its first lines and its last bytes (not the whole file); damage
+    seen there is reported in `damaged`, not raised."""
+    damage: list[str] = []
+    bad: list[str] = []
+    task = ""
     with Path(path).open("rb") as stream:
-        header = SessionHeader.model_validate_json(stream.readline())
-        task = ""
-        for _ in range(head_lines):
+        first = stream.readline()
+        header = _header_of(Path(path), first, damage)
+        for number in range(2, head_lines + 2):
             line = stream.readline()
-            if not line:
-                break
+            if not line.endswith(b"\n"):
+                break  # the end, or a cut last line (seen below)
             event = _json_object(line)
-            if event.get("kind") == "message" and event.get("source") == "user":
+            if not event and line.strip():
+                bad.append(f"line {number} {_not_json(line)}")
+            if not task and event.get("kind") == "message" and event.get("source") == "user":
                 task = str(event.get("text", ""))
-                break
+        head_end = stream.tell()
         size = stream.seek(0, os.SEEK_END)
-        stream.seek(max(0, size - tail_bytes))
-        tail = stream.read().split(b"\n")
+        start = max(len(first), size - tail_bytes)
+        stream.seek(start)
+        tail = stream.read()
+    if first.endswith(b"\n") and size > len(first) and not tail.endswith(b"\n"):
+        damage.append("cut mid-line at the end (its complete lines are listed)")
     state = ""
-    for line in reversed(tail):
+    offset = start
+    for index, line in enumerate(tail.split(b"\n")[:-1]):  # the last piece: "" or a cut line
+        at, offset = offset, offset + len(line) + 1
+        if index == 0 and start > len(first):
+            continue  # most likely cut by the seek, not by the writer
         event = _json_object(line)
+        if not event and line.strip() and at >= head_end:
+            bad.append(f"a line near the end {_not_json(line)}")
         if event.get("kind") == "state":
             last = str(event.get("state", ""))
             state = last if last in ENDED_STATES else "unfinished"
-            break
-    return SessionSummary(Path(path), header, task, state)
+    bad = list(dict.fromkeys(bad))
+    if len(bad) > _MAX_BAD_LINES_NAMED:
+        rest = len(bad) - _MAX_BAD_LINES_NAMED
+        bad[_MAX_BAD_LINES_NAMED:] = [f"{rest} more line(s) that are not JSON objects"]
+    return SessionSummary(Path(path), header, task, state, "; ".join([*damage, *bad]))
+
+
+def _header_of(path: Path, line: bytes, damage: list[str]) -> SessionHeader:
+    """The header in `line`, or a stand-in named after the file (the reason added to
+    `damage`)."""
+    if not line:
+        damage.append("empty file: no header")
+    elif not line.endswith(b"\n"):
+        damage.append("cut in its first line: no complete header")
+    else:
+        try:
+            return SessionHeader.model_validate_json(line)
+        except ValidationError as exc:
+            if _json_object(line):
+                reason = str(exc).splitlines()[0]
+                damage.append(f"line 1 is not a session header ({reason})")
+            else:
+                damage.append(f"line 1 {_not_json(line)}: no header")
+    return _stand_in(path)
+
+
+def _stand_in(path: Path) -> SessionHeader:
+    """A header for a file that has none: its name and time, nothing else known."""
+    try:
+        created = path.stat().st_mtime
+    except OSError:
+        created = 0.0
+    return SessionHeader(
+        workbench_version="", session_id=path.stem, created=created, workspace="", model=""
+    )
+
+
+def _not_json(line: bytes) -> str:
+    """Why a complete line is no event, in a few words."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "is not UTF-8 text"
+    return "is not a JSON object"
 
 
 def _json_object(line: bytes) -> dict[str, Any]:
     try:
         value = json.loads(line)
-    except ValueError:  # a partial line (cut by the tail read, or by a kill)
+    except ValueError:  # a partial line (cut by the tail read, or by a kill), or not JSON
         return {}
     return value if isinstance(value, dict) else {}
 
 
 def list_summaries(directory: Path) -> list[SessionSummary]:
-    """Summaries of the logs in `directory`, newest first (unreadable files are left out)."""
+    """Summaries of the logs in `directory`, newest first; a damaged log is listed too, with
+    `damaged` saying what is wrong."""
     summaries: list[SessionSummary] = []
     for path in sorted(directory.glob("*.jsonl"), reverse=True):
         try:
             summaries.append(summarize(path))
-        except (OSError, ValidationError):
-            continue
+        except OSError as exc:
+            why = f"cannot read it: {exc.strerror or exc}"
+            summaries.append(SessionSummary(path, _stand_in(path), "", "", why))
     return summaries

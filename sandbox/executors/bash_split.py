@@ -14,6 +14,8 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
+from sandbox import confine
+
 _BLANKS = " \t"
 _METACHARS = " \t\n;&|<>()"
 _OPERATORS = (
@@ -68,8 +70,15 @@ def split_commands(text: str) -> Split:
 def _bash_syntax_error(text: str) -> str | None:
     """`bash -n`'s complaint about `text` ("" when bash accepts it, None if bash cannot run)."""
     try:
+        # Confined like the shell: the text is the agent's, and a bash started straight from a
+        # server that keeps root as its real uid would take root back (Docker, confine.py).
         done = subprocess.run(
-            ["bash", "-n"], input=text, capture_output=True, text=True, timeout=5, check=False
+            confine.wrap(["bash", "-n"]),
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -1,20 +1,23 @@
 """`DockerRuntime`: the sandbox server in a Docker container, reached over a port on 127.0.0.1.
 
 The image comes from `docker_image.ensure_image` (built once, offline, tagged by content). The
-container mounts the workspace at /workspace plus `SANDBOX_VOLUMES`, runs the server as the
-host user (files the agent creates belong to you, not root), and is removed on close or kept
-running for the next session (`keep_alive`, found again by name). `ServerRuntime` restarts a
-container that died. The docker SDK is blocking: its calls run in a worker thread.
+container mounts the workspace at /workspace plus `SANDBOX_VOLUMES` and runs the agent as the
+host user (files the agent creates belong to you, not root), apart from the server, which keeps
+root as its real uid so the agent can neither signal nor read it (`docker_entry.py`,
+`sandbox/confine.py`). It is removed on close, stops by itself when this process dies (a stdin
+lifeline), or is kept running for the next session (`keep_alive`, found again by name).
+`ServerRuntime` restarts a container that died. The docker SDK is blocking: its calls run in a
+worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import os
 import secrets
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +26,9 @@ from typing import Any
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
+from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
+from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
 from sandbox.runtimes.docker_image import (
     DEFAULT_BASE_IMAGE,
     DEFAULT_IMAGE_PREFIX,
@@ -34,10 +39,12 @@ from sandbox.runtimes.docker_image import (
 )
 
 SERVER_PORT = 8000
-LABEL = "workbench.sandbox"
+CHECKPOINTS = "/checkpoints"
+"""Where the workspace's checkpoint store is mounted in the container."""
+LABEL = leftovers.CONTAINER_LABEL
+"""Every container we start carries this label (value "1"), so stale ones can be found."""
 TOKEN_FILE = "/.sandbox-token"
 """Where the token waits for the entry point, which deletes it (see docker_entry.py)."""
-"""Every container we start carries this label (value "1"), so stale ones can be found."""
 START_TIMEOUT_S = 60.0
 
 
@@ -68,16 +75,6 @@ def parse_volumes(volumes: str | Sequence[str]) -> list[Volume]:
     """`SANDBOX_VOLUMES` (comma-separated) or a list of specs, as `Volume`s."""
     specs = volumes.split(",") if isinstance(volumes, str) else list(volumes)
     return [Volume.parse(spec) for spec in specs if spec.strip()]
-
-
-def _owner() -> str:
-    """Who started a container: host name, pid namespace and pid. The namespace matters: a
-    container on the host's network shares its host name, not its process numbers."""
-    try:
-        namespace = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        namespace = 0
-    return f"{socket.gethostname()}:{namespace}:{os.getpid()}"
 
 
 def reach_by_container_ip() -> bool:
@@ -125,13 +122,14 @@ class DockerRuntime(ServerRuntime):
         soft_timeout_s: float | None = None,
         progress: Callable[[str], None] | None = None,
         disable: Sequence[str] = (),
+        checkpoints: Path | None = None,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
         self.volumes = parse_volumes(volumes)
-        own_uid = os.getuid()
-        self.user_id = own_uid if user_id is None or user_id < 0 else user_id
-        self.group_id = os.getgid() if self.user_id == own_uid else self.user_id
+        self.user_id, self.group_id = _agent_ids(user_id)
+        self.warning: str | None = None
+        """Why the agent is less isolated than it could be (it runs as root), or None."""
         self.env = dict(env or {})
         self.memory = memory or None
         self.name_prefix = name_prefix
@@ -140,10 +138,14 @@ class DockerRuntime(ServerRuntime):
         self.image_prefix = image_prefix
         self.progress = progress
         self.disable = tuple(disable)
+        self.checkpoints = checkpoints
+        """The workspace's checkpoint store on the host, mounted at /checkpoints (None: one
+        inside the container, gone with it)."""
         self.image: str | None = None
         self.container_name: str | None = None
         self._docker: Any = None
         self._container: Any = None
+        self._lifeline: Any = None
 
     # ------------------------------------------------------------------ ServerRuntime hooks
 
@@ -178,15 +180,20 @@ class DockerRuntime(ServerRuntime):
                     ) from None
         self._container = container
         self.container_name = str(container.name)
-        return await self._connect(container, token)
+        client = await self._connect(container, token)
+        self.warning = await asyncio.to_thread(self._root_warning, container)
+        return client
 
     async def _terminate(self) -> None:
         container, self._container = self._container, None
+        lifeline, self._lifeline = self._lifeline, None
         if container is None:
+            _close_quietly(lifeline)
             return
         if self.state == "closed" and self.keep_alive:
             return
         await asyncio.to_thread(_remove, container)
+        _close_quietly(lifeline)
 
     def _alive(self) -> bool:
         # Asking the engine before every action would cost more than the action; a dead
@@ -206,6 +213,8 @@ class DockerRuntime(ServerRuntime):
             *(f"{v.host}:{v.container}:{v.read_only}" for v in self.volumes),
             str(self.user_id),
             str(self.group_id),
+            "lifeline" if not self.keep_alive else "kept",
+            str(self.checkpoints or ""),
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
             *self.disable,
@@ -250,6 +259,9 @@ class DockerRuntime(ServerRuntime):
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
         mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
+        if self.checkpoints is not None:
+            self.checkpoints.mkdir(parents=True, exist_ok=True)
+            mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
@@ -259,27 +271,34 @@ class DockerRuntime(ServerRuntime):
         # The label lets a later session reattach; only the host's Docker sees labels.
         environment = {
             **self.env,
-            "SANDBOX_USER_ID": str(self.user_id),
-            "SANDBOX_GROUP_ID": str(self.group_id),
+            "SANDBOX_USER_ID": "workspace" if self.user_id is None else str(self.user_id),
+            "SANDBOX_GROUP_ID": "" if self.group_id is None else str(self.group_id),
         }
         labels = {
             LABEL: "1",
             f"{LABEL}.config": digest,
             f"{LABEL}.workspace": self.workspace,
             f"{LABEL}.keep_alive": "1" if self.keep_alive else "0",
-            f"{LABEL}.owner": _owner(),
+            f"{LABEL}.owner": leftovers.owner_label(),
             f"{LABEL}.token": token,
         }
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
             command += ["--workspace", "/workspace"]
+            if self.checkpoints is not None:
+                command += ["--checkpoints", CHECKPOINTS]
             for executor in self.disable:
                 command += ["--disable", executor]
+            if not self.keep_alive:
+                command.append("--watch-stdin")  # the lifeline: see _attach_lifeline
             container = self._docker.containers.create(
                 self.image,
                 command=command,
                 name=name,
                 init=True,
+                # With stdin open (and not detached) the SDK sets StdinOnce: the engine
+                # closes stdin when the first attachment ends (_attach_lifeline).
+                stdin_open=not self.keep_alive,
                 environment=environment,
                 volumes=mounts,
                 labels=labels,
@@ -288,6 +307,8 @@ class DockerRuntime(ServerRuntime):
             )
             try:
                 _put_token(container, token)
+                if not self.keep_alive:
+                    self._attach_lifeline(container)
                 container.start()
             except BaseException:
                 _remove(container)
@@ -300,19 +321,41 @@ class DockerRuntime(ServerRuntime):
                 f"Docker could not start the sandbox container {name}: {exc}"
             ) from exc
 
+    def _attach_lifeline(self, container: Any) -> None:
+        """Hold the container's stdin open from this process until the session ends.
+
+        With `stdin_once` the engine closes the container's stdin when this attachment ends,
+        which happens however this process ends (a SIGKILL too: the kernel closes the socket).
+        The server (`--watch-stdin`) then shuts down, the container's init exits, and the
+        agent's processes die with the container's pid namespace. The stopped container is
+        removed at the next start of any runtime (`leftovers.py`).
+        """
+        old, self._lifeline = self._lifeline, None
+        _close_quietly(old)
+        self._lifeline = container.attach_socket(params={"stdin": 1, "stream": 1})
+
+    def _root_warning(self, container: Any) -> str | None:
+        """The warning when the agent runs as root in `container` (which has started), else
+        None. Without a configured uid the entry point decided, and its log says so."""
+        if self.user_id is None:
+            logs = container.logs(stdout=False, stderr=True, tail=50)
+            as_root = ROOT_AGENT_WARNING.encode() in logs
+        else:
+            as_root = self.user_id == 0
+        if not as_root:
+            return None
+        return (
+            "The Docker sandbox runs the agent as root (sandbox.user_id / SANDBOX_USER_ID is 0 "
+            "or the workspace belongs to root): it can signal the sandbox server and write "
+            "anywhere in the container. Set SANDBOX_USER_ID to a non-root uid to keep it apart."
+        )
+
     def _remove_stale(self) -> None:
-        """Remove our containers that no session will use again (their owner is gone)."""
-        here, _, _ = _owner().rpartition(":")
+        """Remove what apps that died left: our containers no session will use again (their
+        owner is gone) and local runtimes' temp folders (`leftovers.py`)."""
+        leftovers.sweep_folders()
         for container in self._docker.containers.list(all=True, filters={"label": LABEL}):
-            labels = container.labels
-            if labels.get(f"{LABEL}.keep_alive") == "1":
-                continue
-            where, _, pid = labels.get(f"{LABEL}.owner", "").rpartition(":")
-            if where == here and pid.isdigit():
-                stale = not _pid_alive(int(pid))
-            else:  # started elsewhere: we cannot tell whether its owner lives
-                stale = container.status in ("exited", "dead")
-            if stale:
+            if leftovers.container_is_leftover(container.labels, container.status):
                 log.info("removing stale sandbox container %s", container.name)
                 _remove(container)
 
@@ -387,6 +430,24 @@ def _put_token(container: Any, token: str) -> None:
     container.put_archive("/", buffer.getvalue())
 
 
+def _agent_ids(user_id: int | None) -> tuple[int | None, int | None]:
+    """The agent's uid and gid: the configured uid (its own number as gid), else ours, else
+    (we are root) None, None: the workspace's owner, which the entry point reads."""
+    if user_id is not None and user_id >= 0:
+        return user_id, os.getgid() if user_id == os.getuid() else user_id
+    if os.getuid() != 0:
+        return os.getuid(), os.getgid()
+    return None, None
+
+
+def _close_quietly(stream: Any) -> None:
+    """Close an attach socket: the SDK hands a `SocketIO` whose socket lives on beneath it."""
+    for part in (stream, getattr(stream, "_sock", None)):
+        if part is not None:
+            with contextlib.suppress(OSError):
+                part.close()
+
+
 def _logs_tail(container: Any, lines: int = 15) -> str:
     try:
         text = container.logs(tail=lines).decode("utf-8", "replace").strip()
@@ -405,13 +466,3 @@ def _remove(container: Any) -> None:
     except (docker.errors.DockerException, OSError) as exc:
         if "already in progress" not in str(exc):
             log.warning("could not remove container %s: %s", container.name, exc)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

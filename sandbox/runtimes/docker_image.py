@@ -58,7 +58,7 @@ RUN {venv}/bin/python -m pip install --no-index --no-deps --no-cache-dir \\
         --disable-pip-version-check /tmp/sandbox-wheel/*.whl && rm -rf /tmp/sandbox-wheel
 WORKDIR /workspace
 ENV PYTHONUNBUFFERED=1
-ENTRYPOINT ["{venv}/bin/python", "-m", "sandbox.runtimes.docker_entry"]
+ENTRYPOINT ["{venv}/bin/python", "-P", "-m", "sandbox.runtimes.docker_entry"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "8000", "--workspace", "/workspace"]
 """
 

@@ -3,7 +3,9 @@
 The server runs in its own process group, gets its token through a pipe (`--token-fd`: never
 in an environment, where `/proc/PID/environ` would show it, nor in a file) and a session marker
 (`SANDBOX_SESSION`) that every process it starts inherits, so `close()` can find and kill them
-all, even those orphaned when the server died.
+all, even those orphaned when the server died. Its temp folder records its owner (this
+process): the next runtime to start removes it, and the session's processes, if this process
+was killed before it could (`leftovers.py`).
 
 Isolation "auto" (the default) is "bwrap" where bubblewrap works and "none", with a warning
 (`LocalRuntime.warning`), where it does not. With bwrap the server runs in a bwrap of its own
@@ -25,17 +27,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
+from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
+from sandbox.runtimes.leftovers import SESSION_ENV, kill, session_processes
 
 if TYPE_CHECKING:
     from sandbox.client import SandboxClient
 
-SESSION_ENV = "SANDBOX_SESSION"
 READY_PREFIX = b"SANDBOX READY "
 # The app's own settings (and those it gives its LLM library) are not the agent's business.
 _HIDDEN_PREFIXES = ("LLM_", "WORKBENCH_", "SANDBOX_", "LITELLM_", "EXPERIMENTAL_OPENAI_")
@@ -82,7 +85,10 @@ class LocalRuntime(ServerRuntime):
         """Folders of the workspace (relative paths) that the agent can read but not change,
         with isolation on, where they exist (the app's own rules)."""
         self.session_id = secrets.token_hex(8)
-        self._tmp = Path(tempfile.mkdtemp(prefix="sandbox-local-"))
+        self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
+        leftovers.record_owner(self._tmp, self.session_id)
+        self.sweeper = leftovers.sweep_in_background()
+        """Removing what apps that died left (temp folders, containers): a daemon thread."""
         self.artifacts = artifacts or self._tmp / "artifacts"
         self.log_file = self._tmp / "server.log"
         self.pid: int | None = None
@@ -317,30 +323,6 @@ def descendants(pid: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
-
-
-def session_processes(session_id: str) -> set[int]:
-    """Processes whose environment carries this session's marker (orphans included)."""
-    marker = f"{SESSION_ENV}={session_id}".encode()
-    me = os.getpid()
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as environ:
-                if marker in environ.read().split(b"\0"):
-                    found.add(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def kill(pids: Iterable[int]) -> None:
-    """SIGKILL each pid that still exists."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -15,6 +15,7 @@ import time
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.protocol import PROTOCOL_VERSION, Action, ErrorObservation, Observation, ServerInfo
+from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import RESTART_NOTE, ServerRuntime, with_note
 
 RECONNECT_NOTE = (
@@ -56,6 +57,7 @@ class RemoteRuntime(ServerRuntime):
         self._identity: tuple[int, float] | None = None
         self._server_changed = False
         self._heartbeat: asyncio.Task[None] | None = None
+        leftovers.sweep_in_background()  # what dead apps left here, whatever their runtime
 
     # ------------------------------------------------------------------ ServerRuntime hooks
 

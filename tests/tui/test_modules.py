@@ -122,16 +122,19 @@ async def test_the_session_picker_shows_each_task_and_how_it_ended(tmp_path: Pat
         log.append(MessageEvent(id=1, source="user", text=task))
         log.append(StateChangedEvent(id=2, state=end))  # type: ignore[arg-type]
         log.close()
+    (tmp_path / "sessions" / "20260103-000000-cccccc.jsonl").write_bytes(b"garbage\n")
     app = create_app(config, None, image_mode="halfcell", user_themes=tmp_path / "none")
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+o")
         await pilot.pause()
         options = app.screen.query_one(OptionList)
         shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert shown[0].startswith("fix the flaky test then push\n")
-        assert "stopped" in shown[0] and "openai/m" in shown[0]
-        assert shown[1].startswith("write hi.sh\n") and "finished" in shown[1]
-        await pilot.press("down", "enter")
+        assert shown[0].startswith("(no task)\n")  # a damaged log is listed, saying why
+        assert "damaged: line 1 is not a JSON object: no header" in shown[0]
+        assert shown[1].startswith("fix the flaky test then push\n")
+        assert "stopped" in shown[1] and "openai/m" in shown[1] and "damaged" not in shown[1]
+        assert shown[2].startswith("write hi.sh\n") and "finished" in shown[2]
+        await pilot.press("down", "down", "enter")
         await pilot.pause()
         conversation = app.query_one(ConversationView)
         assert [cell.title for cell in conversation.cells][:1] == ["write hi.sh"]

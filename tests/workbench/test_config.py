@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from workbench.config import (
     known_keys,
     load_config,
     require_model,
+    require_sandbox,
     save_setting,
 )
 from workbench.config_template import render_template
@@ -191,6 +193,68 @@ class TestErrors:
         with pytest.raises(ConfigError, match=r"cannot read it.*--config"):
             load_config(missing, env={})
 
+    def test_unknown_section_names_each_known_key_and_section_once(self, tmp_path: Path) -> None:
+        file = write(tmp_path / "c.toml", "[bogus]\nx = 1\n")
+        with pytest.raises(ConfigError) as caught:
+            load_config(file, env={})
+        message = str(caught.value)
+        assert "unknown section 'bogus'" in message and str(file) in message
+        known = message.split("Known at the top level: ", 1)[1].split(". Fix:", 1)[0]
+        names = re.findall(r"[\w.\[\]]+", known.replace("keys", "").replace("sections", ""))
+        assert len(names) == len(set(names)), known  # each once
+        assert "[llm]" in names and "[sandbox]" in names and "log_all_events" in names
+        assert "api_key" not in names  # a key of a section is not a top-level key
+        file = write(tmp_path / "d.toml", "[sandbox.dokcer]\nmemory = '1g'\n")
+        with pytest.raises(ConfigError) as caught:
+            load_config(file, env={})
+        message = str(caught.value)
+        assert "unknown section 'sandbox.dokcer'" in message
+        assert "Did you mean 'sandbox.docker'" in message
+        assert "sections [sandbox.docker], [sandbox.local], [sandbox.remote]" in message
+
+    def test_a_byte_order_mark_is_accepted(self, tmp_path: Path) -> None:
+        file = tmp_path / "c.toml"
+        file.write_bytes(b'\xef\xbb\xbf[llm]\nmodel = "openai/bom"\n')
+        assert load_config(file, env={}).llm.model == "openai/bom"
+        save_setting(file, "llm.base_url", "http://127.0.0.1:9/v1")  # saving keeps working
+        config = load_config(file, env={})
+        assert (config.llm.model, config.llm.base_url) == ("openai/bom", "http://127.0.0.1:9/v1")
+
+    @pytest.mark.parametrize(
+        ("where", "value", "name"),
+        [("file", "nan", "NaN"), ("file", "-inf", "infinity"), ("env", "NaN", "NaN")],
+    )
+    def test_nan_and_infinity_are_not_numbers_a_setting_takes(
+        self, tmp_path: Path, where: str, value: str, name: str
+    ) -> None:
+        file = write(tmp_path / "c.toml", f"[llm]\ntemperature = {value}\n")
+        with pytest.raises(ConfigError) as caught:
+            if where == "file":
+                load_config(file, env={})
+            else:
+                load_config(env={"WORKBENCH_LLM_TEMPERATURE": value})
+        message = str(caught.value)
+        assert f"llm.temperature: {name} (" in message and "is not a number allowed here" in message
+        assert "less than" not in message and "greater than" not in message
+        with pytest.raises(ConfigError, match=r"budget\.max_cost_usd: NaN \(nan\) is not a number"):
+            load_config(env={}, overrides={"budget.max_cost_usd": float("nan")})
+
+    def test_remote_url_must_be_http(self) -> None:
+        with pytest.raises(ConfigError, match=r"sandbox\.remote\.url: .*http:// or https://"):
+            load_config(env={"WORKBENCH_SANDBOX_REMOTE_URL": "sandbox:8000"})
+
+    def test_require_sandbox(self, tmp_path: Path) -> None:
+        file = write(tmp_path / "c.toml", '[sandbox]\nruntime = "remote"\n')
+        with pytest.raises(ConfigError) as caught:
+            require_sandbox(load_config(file, env={}))
+        message = str(caught.value)
+        assert caught.value.key == "sandbox.remote.url"
+        assert "WORKBENCH_SANDBOX_REMOTE_URL" in message and str(file) in message
+        assert "Fix:" in message and "--runtime local" in message
+        env = {"WORKBENCH_SANDBOX_REMOTE_URL": "http://127.0.0.1:9"}
+        require_sandbox(load_config(file, env=env))  # complete: no error
+        require_sandbox(load_config(env={}))  # the local runtime needs no URL
+
     def test_require_model(self, tmp_path: Path) -> None:
         file = write(tmp_path / "c.toml", "[agent]\nmax_iterations = 3\n")
         with pytest.raises(ConfigError) as caught:
@@ -290,6 +354,22 @@ class TestSaveSetting:
         with pytest.raises(ConfigError, match=r"Did you mean 'llm\.model'"):
             save_setting(file, "llm.modell", "x")
         assert load_config(file, env={}).agent.max_iterations == 12
+
+
+def test_saving_to_a_full_disk_changes_nothing_and_says_so(
+    small_disk: Callable[..., Path],
+) -> None:
+    disk = small_disk("cfg", 16 * 1024)
+    file = write(disk / "config.toml", '# mine\n[llm]\nmodel = "old/model"\n')
+    before = file.read_bytes()
+    (disk / "filler").write_bytes(b"\0" * (16 * 1024 - 4096))  # the last page is the file's
+    with pytest.raises(ConfigError) as caught:
+        save_setting(file, "security.allow", ["bash:" + "x" * 8000])
+    message = str(caught.value)
+    assert "No space left on device" in message and "not changed" in message
+    assert str(file) in message and "Fix:" in message
+    assert file.read_bytes() == before
+    assert sorted(p.name for p in disk.iterdir()) == ["config.toml", "filler"]  # no temp left
 
 
 def test_paths_follow_the_environment(tmp_path: Path) -> None:

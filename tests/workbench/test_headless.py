@@ -182,6 +182,67 @@ def test_sigint_interrupts_and_leaves_a_complete_log(tmp_path: Path) -> None:
     assert _children_of_workspace(workspace) == []  # the sandbox was closed
 
 
+def test_sigterm_is_reported_as_sigterm_not_ctrl_c(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ScriptedLLMServer([bash("echo one"), {"text": "slow", "delay_s": 60}]) as server:
+        env = cli_env(tmp_path, server.base_url)
+        proc = _popen(env, ["--headless", "--json", "-t", "go"], workspace)
+        while len(server.requests) < 2:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    summary = json_lines(out)[-1]
+    assert summary["status"] == "interrupted"
+    assert "SIGTERM" in summary["reason"] and "Ctrl-C" not in summary["reason"]
+    assert "SIGTERM" in err and "Ctrl-C again" in err  # the notice; a second one aborts
+    end = read(Path(summary["log"])).events[-1]
+    assert end.kind == "state" and end.state == "stopped"
+    assert "SIGTERM" in end.reason and "Ctrl-C" not in end.reason
+
+
+def test_a_task_that_is_not_utf8_is_the_same_clean_error_from_stdin_and_file(
+    tmp_path: Path,
+) -> None:
+    env = cli_env(tmp_path, "http://127.0.0.1:9/v1")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "WORKBENCH_"))}
+    data = b"fix the \xff\xfe bug\n"
+    (tmp_path / "task.txt").write_bytes(data)
+    errors = []
+    for args, stdin in ((["-t", "-"], data), (["-f", str(tmp_path / "task.txt")], None)):
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench", "--headless", "--json", *args],
+            env={**full, **env, "LC_ALL": "C", "PYTHONUTF8": "0"},  # stdin would not be strict
+            cwd=tmp_path,
+            input=stdin,
+            stdin=None if stdin else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+        )
+        assert done.returncode == 2, done.stderr
+        stderr = done.stderr.decode()
+        assert "Traceback" not in stderr and "not UTF-8 text" in stderr and "Fix:" in stderr
+        assert json_lines(done.stdout.decode())[-1]["status"] == "config_error"
+        errors.append(stderr.split(": not UTF-8", 1)[1])
+    assert errors[0] == errors[1]  # the same words, whichever way the task came
+    assert not (tmp_path / "data").exists()  # nothing was started
+
+
+def test_a_model_without_a_provider_is_a_config_error(tmp_path: Path) -> None:
+    with ScriptedLLMServer([finish()]) as server:
+        env = cli_env(tmp_path, server.base_url, LLM_MODEL="no-such-provider-model")
+        proc = run_cli(["--headless", "--json", "-t", "x"], env, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    summary = json_lines(proc.stdout)[-1]
+    assert (summary["status"], summary["exit_code"]) == ("config_error", 2)
+    assert "llm.model" in summary["reason"] and "Fix:" in summary["reason"]
+    assert "Traceback" not in proc.stderr
+    end = read(Path(summary["log"])).events[-1]
+    assert end.kind == "state" and end.state == "error"
+
+
 def test_sigkill_mid_step_log_loads_to_last_complete_line(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -212,6 +273,8 @@ def test_sigkill_mid_step_log_loads_to_last_complete_line(tmp_path: Path) -> Non
         ('[llm]\nmodle = "x"\n', {}, ["config.toml", "llm.modle", "llm.model"]),
         ('[agent]\nmax_iterations = "many"\n', {}, ["config.toml", "agent.max_iterations"]),
         ("", {"LLM_MODEL": ""}, ["llm.model", "LLM_MODEL"]),
+        ("", {"RUNTIME": "remote"}, ["sandbox.remote.url", "WORKBENCH_SANDBOX_REMOTE_URL"]),
+        ("[llm]\ntemperature = nan\n", {}, ["llm.temperature: NaN", "not a number allowed"]),
     ],
 )
 def test_bad_config_exits_2_before_any_work(
@@ -314,3 +377,13 @@ def test_sessions_command_lists_saved_sessions(tmp_path: Path) -> None:
     ]
     plain = run_cli(["sessions"], env, tmp_path).stdout.splitlines()
     assert plain[0].startswith("20260102-000000-bbbbbb") and plain[0].endswith("the second task")
+    assert all(row["damaged"] is None for row in rows)
+    # A damaged log is listed too, saying what is wrong.
+    (sessions / "20260103-000000-cccccc.jsonl").write_bytes(b'{"kind": "head')
+    rows = json_lines(run_cli(["sessions", "--json"], env, tmp_path).stdout)
+    assert rows[0]["session_id"] == "20260103-000000-cccccc"
+    assert rows[0]["damaged"] == "cut in its first line: no complete header"
+    plain = run_cli(["sessions"], env, tmp_path).stdout.splitlines()
+    assert plain[0].startswith("20260103-000000-cccccc")
+    assert plain[0].endswith("[damaged: cut in its first line: no complete header]")
+    assert len(plain) == 3

@@ -130,7 +130,8 @@ def test_truncated_last_line_is_skipped_and_flagged(tmp_path: Path) -> None:
 def test_garbage_line_in_the_middle_is_reported_not_fatal(tmp_path: Path) -> None:
     log = SessionLog.create(tmp_path, _header())
     log.append(MessageEvent(id=1, source="user", text="a"))
-    log._stream.write("not json\n")
+    with log.path.open("a") as other:
+        other.write("not json\n")
     log.append(MessageEvent(id=2, source="user", text="b"))
     log.close()
     loaded = read(log.path)
@@ -159,13 +160,64 @@ def test_payloads_live_beside_the_log(tmp_path: Path) -> None:
 def test_list_summaries_newest_first_with_task_and_end(tmp_path: Path) -> None:
     for stamp in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb"):
         SessionLog.create(tmp_path, _header(stamp)).close()
-    (tmp_path / "junk.jsonl").write_text("nope\n")
     summaries = list_summaries(tmp_path)
     assert [s.header.session_id for s in summaries] == [
         "20260102-000000-bbbbbb",
         "20260101-000000-aaaaaa",
     ]
-    assert (summaries[0].task, summaries[0].state) == ("", "")
+    assert (summaries[0].task, summaries[0].state, summaries[0].damaged) == ("", "", "")
+
+
+def _good_lines() -> list[bytes]:
+    header = _header("20260101-000000-000000").model_dump_json().encode()
+    events = [event.model_dump_json().encode() for event in _events()]
+    return [header, *events]
+
+
+def test_damaged_logs_are_listed_with_why(tmp_path: Path) -> None:
+    header, task, action, observation, end = _good_lines()
+    damaged = {
+        "empty": (b"", "empty file: no header"),
+        "cut-header": (header[:40], "cut in its first line: no complete header"),
+        "not-json": (b"hello there\n" + task + b"\n", "line 1 is not a JSON object: no header"),
+        "not-utf8": (b"\xff\xfe\x00junk\n", "line 1 is not UTF-8 text: no header"),
+        "no-header": (task + b"\n" + end + b"\n", "line 1 is not a session header"),
+        "cut-end": (
+            b"\n".join([header, task, action]) + b"\n" + observation[:30],
+            "cut mid-line at the end (its complete lines are listed)",
+        ),
+        "bad-middle": (
+            b"\n".join([header, task, b"{garbage", action, b"[1, 2]", end]) + b"\n",
+            "line 3 is not a JSON object; line 5 is not a JSON object",
+        ),
+        "binary": (b"\x00\x01\x02" * 100, "cut in its first line: no complete header"),
+    }
+    for name, (data, _) in damaged.items():
+        (tmp_path / f"{name}.jsonl").write_bytes(data)
+    (tmp_path / "unreadable.jsonl").mkdir()  # a folder named like a log
+    summaries = {summary.path.stem: summary for summary in list_summaries(tmp_path)}
+    assert set(summaries) == {*damaged, "unreadable"}  # every file is listed
+    for name, (_, why) in damaged.items():
+        assert summaries[name].damaged.startswith(why), (name, summaries[name].damaged)
+    assert summaries["unreadable"].damaged.startswith("cannot read it: ")
+    # Without a header, a log is listed under its file name; with one, as usual.
+    assert summaries["no-header"].header.session_id == "no-header"
+    assert summaries["no-header"].state == "finished"
+    cut = summaries["cut-end"]
+    assert (cut.header.session_id, cut.task, cut.state) == ("20260101-000000-000000", "say hi", "")
+    middle = summaries["bad-middle"]
+    assert (middle.task, middle.state) == ("say hi", "finished")
+
+
+def test_bad_lines_near_the_end_of_a_long_log_are_seen(tmp_path: Path) -> None:
+    header, task, *_ = _good_lines()
+    filler = MessageEvent(id=2, source="agent", text="z" * 2000).model_dump_json().encode()
+    lines = [header, task, *[filler] * 100, b"not json", filler]
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    summary = summarize(path, head_lines=8, tail_bytes=16_384)
+    assert summary.damaged == "a line near the end is not a JSON object"
+    assert summary.task == "say hi"
 
 
 def test_summary_reads_the_first_task_and_the_last_state_only(tmp_path: Path) -> None:

@@ -61,6 +61,12 @@ class LLMError(Exception):
         """Whether trying the same request again may succeed."""
         return self.kind in RETRYABLE
 
+    @property
+    def run_status(self) -> Literal["config_error", "llm_error"]:
+        """How a run this error ends is reported: a setting to fix (no provider for the model,
+        no such model), or the LLM failing."""
+        return "config_error" if self.kind == "config" else "llm_error"
+
     def retry_notice(self, retry: int, wait_s: float) -> str:
         """What front ends show before retry number `retry` (1-based), `wait_s` from now."""
         return f"LLM {self.kind} error, retry {retry} in {wait_s:.1f} s: {self}"

@@ -32,6 +32,10 @@ class FakeBackend:
         self.shell: list[str] = []
         self.calls: list[str] = []
         """`start`, `pause`, `resume`, `stop`, `new_session`, `close`, in the order called."""
+        self.continued: list[tuple[Path, str, int | None]] = []
+        """(log, message, upto) of each `continue_session`."""
+        self.log: Path | None = None
+        """What `current_log` answers."""
 
     def attach(self, app: AppPort) -> None:
         """Keep the app."""
@@ -87,6 +91,14 @@ class FakeBackend:
     async def new_session(self) -> None:
         """Record it."""
         self.calls.append("new_session")
+
+    async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
+        """Keep what would be continued."""
+        self.continued.append((path, text, upto))
+
+    def current_log(self) -> Path | None:
+        """`log`."""
+        return self.log
 
     async def close(self) -> None:
         """Record it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -39,6 +40,7 @@ from workbench.tui import themes as theme_files
 from workbench.tui.backend import Backend
 from workbench.tui.commands import palette_entries
 from workbench.tui.messages import (
+    BranchRequested,
     ConfirmationAnswered,
     EventArrived,
     MessageQueued,
@@ -53,7 +55,7 @@ from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.jupyter import JupyterPane
 from workbench.tui.widgets.panes import ToolPane
-from workbench.tui.widgets.prompt import PromptInput
+from workbench.tui.widgets.prompt import PLACEHOLDER, PromptInput
 from workbench.tui.widgets.shell import ShellPane
 from workbench.tui.widgets.status import StatusBar
 
@@ -68,6 +70,17 @@ BACKEND_START_DELAY_S = 0.25
 RECENT_EVENTS = 300
 """A loaded session fills the tool panes from its last this-many events (all are in the
 conversation)."""
+
+
+@dataclass(frozen=True)
+class SavedView:
+    """A saved session on screen that no agent continues yet: read-only until a message is
+    typed, which continues it (from event `upto` on, for a branch) as a new linked session."""
+
+    path: Path
+    session_id: str
+    upto: int | None = None
+    """None: the whole session (resume); else the id of the last event kept (branch)."""
 
 
 class WorkbenchApp(App[int]):
@@ -117,6 +130,10 @@ class WorkbenchApp(App[int]):
         self.paused = False
         self.initial_task = ""
         """A task to start as soon as the app is up (`workbench -t TASK` without --headless)."""
+        self.initial_session: Path | None = None
+        """A saved session to show as the app starts (`--resume ID`, `--last`)."""
+        self.saved: SavedView | None = None
+        """The saved session shown read-only (Ctrl-O, `--resume`) or a branch not yet begun."""
         folders = [theme_files.builtin_themes_dir()]
         if user_themes is not None:
             folders.append(user_themes)
@@ -174,14 +191,28 @@ class WorkbenchApp(App[int]):
             status.set(model=self.config.llm.model, max_steps=self.config.agent.max_iterations)
         if self.backend is not None:
             self.backend.attach(self)
-            self.query_one(JupyterPane).loader = self.backend.load_artifact
-            self.query_one(BrowserPane).loader = self.backend.load_artifact
+            self.query_one(JupyterPane).loader = self.load_artifact
+            self.query_one(BrowserPane).loader = self.load_artifact
             # After the first frames: litellm's import (a thread holding the GIL for long
             # stretches) and the sandbox's start would otherwise hold them up.
             self.call_after_refresh(self.set_timer, BACKEND_START_DELAY_S, self._start_backend)
-            if self.initial_task:
-                self.post_message(PromptSubmitted(self.initial_task))
+        if self.initial_session is not None:
+            self.open_session_file(self.initial_session)
+        if self.backend is not None and self.initial_task:
+            self.post_message(PromptSubmitted(self.initial_task))
         self.query_one(PromptInput).focus()
+
+    async def load_artifact(self, name: str) -> bytes:
+        """An image by name: from the files folder of the saved session shown, else the
+        backend's (the open session's folder, then the sandbox)."""
+        saved = self.saved
+        if saved is not None:
+            stored = saved.path.with_name(f"{saved.path.stem}.files") / Path(name).name
+            if stored.is_file():
+                return stored.read_bytes()
+        if self.backend is None:
+            raise FileNotFoundError(name)
+        return await self.backend.load_artifact(name)
 
     def _start_backend(self) -> None:
         if self.backend is not None:
@@ -355,14 +386,36 @@ class WorkbenchApp(App[int]):
     # ------------------------------------------------------------------ the person's input
 
     def on_prompt_submitted(self, message: PromptSubmitted) -> None:
-        """Send a task or a queued message."""
+        """Send a task or a queued message (continuing the saved session shown, if one is)."""
         panel = self.query_one(ConfirmPanel)
         if panel.request is not None:  # it waited while this message was being written
             panel.focus()
         if self.backend is None:
             self.notify("No agent is connected (viewing a recorded session).", severity="warning")
             return
+        saved = self.saved
+        if saved is not None:
+            self._leave_saved()
+            how = "Resuming" if saved.upto is None else f"Branching at event {saved.upto} of"
+            self.notify(
+                f"{how} session {saved.session_id}: a new session linked to it, in a new "
+                "sandbox (the shell and the kernel start afresh).",
+                timeout=6,
+                markup=False,
+            )
+            self._background(self._continue(saved, message.text), "resume")
+            return
         self._background(self.backend.submit(message.text), "submit")
+
+    async def _continue(self, saved: SavedView, text: str) -> None:
+        """Continue `saved` with `text`; if that fails, the view and the text are as before."""
+        assert self.backend is not None
+        try:
+            await self.backend.continue_session(saved.path, text, saved.upto)
+        except Exception:
+            self._show_saved(saved)
+            self.query_one(PromptInput).take_back([text])
+            raise  # shown as a notification
 
     def on_confirmation_answered(self, message: ConfirmationAnswered) -> None:
         """Pass the answer to the controller; "always" first shows the rules it would save."""
@@ -486,6 +539,7 @@ class WorkbenchApp(App[int]):
 
     def action_new_session(self) -> None:
         """Clear the panes; the next message starts a new session."""
+        self._leave_saved()
         self.query_one(ConversationView).clear()
         self.query_one(JupyterPane).clear()
         self.query_one(ShellPane).output.clear()
@@ -520,7 +574,7 @@ class WorkbenchApp(App[int]):
             self.open_session_file(path)
 
     def open_session_file(self, path: Path) -> None:
-        """Load a session log into the panes (read-only view)."""
+        """Load a session log into the panes, read-only until a message continues it."""
         from workbench.session import reopen
         from workbench.session_log import SessionLogError
 
@@ -531,8 +585,64 @@ class WorkbenchApp(App[int]):
             return
         self.action_new_session()
         self.load_events(loaded.events)
+        self._show_saved(SavedView(path, loaded.header.session_id))
         if loaded.bad_lines or loaded.truncated:
             self.notify(f"{len(loaded.bad_lines)} unreadable line(s) skipped", severity="warning")
+
+    def _show_saved(self, saved: SavedView) -> None:
+        """Mark the view read-only (status bar, input box) until a message continues it."""
+        self.saved = saved
+        prompt = self.query_one(PromptInput)
+        if saved.upto is None:
+            self.query_one(StatusBar).set(mark="read-only")
+            prompt.placeholder = (
+                f"Read-only: saved session {saved.session_id} · type a message to resume it"
+            )
+        else:
+            self.query_one(StatusBar).set(mark="branch")
+            prompt.placeholder = (
+                f"Branch of {saved.session_id} at event {saved.upto} · type a message to "
+                "continue from here"
+            )
+
+    def _leave_saved(self) -> None:
+        self.saved = None
+        self.query_one(StatusBar).set(mark="")
+        self.query_one(PromptInput).placeholder = PLACEHOLDER
+
+    def action_branch_here(self) -> None:
+        """A new session with the history up to the conversation's current cell."""
+        event_id = self.query_one(ConversationView).event_id_at_cursor()
+        if event_id is None:
+            self.notify("No cell to branch from: pick one in the conversation.", markup=False)
+            return
+        self.branch_at(event_id)
+
+    def on_branch_requested(self, message: BranchRequested) -> None:
+        """`b` on a cell of the conversation."""
+        self.branch_at(message.event_id)
+
+    def branch_at(self, event_id: int) -> None:
+        """Show the session up to event `event_id` (its running agent stopped): the next
+        message continues it from there as a new session linked to it."""
+        from workbench.resume import load_history
+        from workbench.session_log import SessionLogError
+
+        source = self.saved.path if self.saved is not None else None
+        if source is None and self.backend is not None:
+            source = self.backend.current_log()
+        if source is None:
+            self.notify("No session to branch from yet.", severity="warning", markup=False)
+            return
+        try:
+            history = load_history(source, upto=event_id)
+        except (SessionLogError, ValueError) as exc:
+            self.notify(f"Cannot branch here: {exc}", severity="error", markup=False)
+            return
+        self.action_new_session()
+        self.load_events(history.events)
+        self._show_saved(SavedView(source, history.parent_id, history.upto))
+        self.query_one(PromptInput).focus()
 
     def action_settings(self) -> None:
         """Open the settings screen."""
@@ -603,5 +713,8 @@ def run_tui(config: Config, args: Any) -> int:
         task = Path(args.file).read_text(encoding="utf-8")
     if task and task.strip():
         app.initial_task = task.strip()
+    history = getattr(args, "history", None)
+    if history is not None:  # --resume ID / --last: shown read-only; -t continues it at once
+        app.initial_session = history.parent_path
     code = app.run()
     return code or 0

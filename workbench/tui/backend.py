@@ -90,5 +90,12 @@ class Backend(Protocol):
     async def new_session(self) -> None:
         """Forget the current task; the next message starts a new session."""
 
+    async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
+        """Continue the saved session at `path` (only up to event `upto`: a branch) with the
+        message `text`, as a new session linked to it, in a fresh sandbox."""
+
+    def current_log(self) -> Path | None:
+        """The log of the session open now (None before the first task)."""
+
     async def close(self) -> None:
         """Stop everything and leave no process behind."""

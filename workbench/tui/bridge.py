@@ -6,6 +6,8 @@ Nothing here imports Textual at import time; the app is reached only through `Ap
 (`post_message` for events and progress, `notify`, `feed_output` for live shell output). The
 first paint never waits for any of it. One session, one controller, one run at a time: a
 message sent while the first task waits for start-up or for its session is queued for it.
+`continue_session` opens the next session as the continuation of a saved one (resume, branch:
+`workbench.resume`), in a sandbox no session has used yet, on the saved session's workspace.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config
     from workbench.controller import Controller
+    from workbench.resume import History
     from workbench.security.policy import Decision
     from workbench.session_log import SessionLog
     from workbench.tui.backend import AllowOffer, AppPort
@@ -32,6 +35,15 @@ log = logging.getLogger(__name__)
 
 IMPORT_SWITCH_INTERVAL_S = 0.0005
 """Python's GIL switch interval while litellm imports in a thread (the default is 5 ms)."""
+
+
+def _is_workspace_of(config: Config, workspace: Path) -> bool:
+    """Whether `config` already puts the sandbox on `workspace` (which must still exist)."""
+    from workbench.session import workspace_of
+
+    if not workspace.is_dir():
+        raise ValueError(f"the session's workspace {workspace} no longer exists")
+    return workspace_of(config) == workspace.resolve()
 
 
 class ControllerBackend:
@@ -55,6 +67,10 @@ class ControllerBackend:
         self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None]]] = {}
         self._waiting: dict[int, ActionEvent] = {}
         """The actions whose confirmation is pending, by their id."""
+        self._history: History | None = None
+        """A saved session the next session continues (`continue_session`)."""
+        self._runtime_used = False
+        """A session ran in the sandbox: its shell state is not a fresh one any more."""
 
     # ------------------------------------------------------------------ start-up
 
@@ -179,6 +195,13 @@ class ControllerBackend:
             self._notify(f"The agent stopped with an error: {task.exception()}", "error")
         controller = self.controller
         left = controller.take_queued() if controller is not None else []
+        if (
+            not task.cancelled()
+            and task.exception() is None
+            and task.result().status == "log_error"
+        ):
+            self._log_failed(task.result().reason, left)
+            return
         if not left or controller is None:
             return
         # Sent while the agent was ending its run: if it finished, they are the next task (as
@@ -192,13 +215,25 @@ class ControllerBackend:
             return
         self._give_back(left, f"the run ended ({ended}) before reading it")
 
+    def _log_failed(self, reason: str, left: list[str]) -> None:
+        """The session log could not be written (a full disk): say so and end the session,
+        so the next task opens a new log instead of running unrecorded."""
+        self._notify(f"The agent was stopped: {reason}", "error", timeout=60)
+        self._give_back(left, "the session log could not be written")
+        self.controller = None
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
     async def _controller(self) -> Controller:
         if self.controller is not None:
             return self.controller
         from workbench.session import make_llm, new_log, open_controller
 
         assert self.runtime is not None
-        self.session = new_log(self.config)
+        history, self._history = self._history, None
+        self.session = new_log(self.config, parent=history)
+        self._runtime_used = True
         llm = make_llm(
             self.config,
             # Shown until the next attempt: a wait of 30 s must not look like nothing happening.
@@ -217,6 +252,8 @@ class ControllerBackend:
         controller.subscribe(self._on_event)
         if self.app is not None:
             controller.subscribe_output(self.app.feed_output)
+        if history is not None:
+            controller.restore(history)  # the note that the shell starts afresh is shown too
         self.controller = controller
         return controller
 
@@ -373,7 +410,41 @@ class ControllerBackend:
         """End the current session; the next task opens a new log."""
         await self._end_session()
 
+    async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
+        """Continue the saved session at `path` (up to event `upto`: a branch) with `text`: a
+        new log that copies its history and names it, in a fresh sandbox on its workspace."""
+        from workbench.resume import load_history
+
+        history = load_history(path, upto)  # a bad log fails here, before anything changes
+        await self._end_session()
+        await self._fresh_sandbox(Path(history.workspace))
+        self._history = history
+        await self.submit(text)
+
+    async def _fresh_sandbox(self, workspace: Path) -> None:
+        """A sandbox on `workspace` that no session has used yet (restarted if need be)."""
+        same = _is_workspace_of(self.config, workspace)
+        if same and not self._runtime_used:
+            return  # the sandbox starting or started now is new and on that workspace
+        await self._sandbox_ready.wait()
+        old, self.runtime = self.runtime, None
+        self._sandbox_ready.clear()
+        self._failed.pop("sandbox", None)
+        if old is not None:
+            try:
+                await old.close()
+            except Exception as exc:  # the old one's end must not keep the new one from starting
+                log.warning("closing the sandbox failed: %s", exc)
+        self.config.sandbox.workspace = str(workspace)
+        self._runtime_used = False
+        await self._start_sandbox()
+
+    def current_log(self) -> Path | None:
+        """The log of the session open now (None before the first task)."""
+        return self.session.path if self.session is not None else None
+
     async def _end_session(self) -> None:
+        self._history = None
         self.stop()
         if self._run is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):

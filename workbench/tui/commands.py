@@ -35,6 +35,11 @@ def palette_entries(panes: tuple[str, ...]) -> list[PaletteEntry]:
             "Maximize pane", "Maximize the focused pane (again: restore)", "maximize_pane"
         ),
         PaletteEntry("Open a saved session", "Show a recorded session", "open_session"),
+        PaletteEntry(
+            "Branch here",
+            "A new session with the history up to the conversation's current cell",
+            "branch_here",
+        ),
         PaletteEntry("Settings", "Model, base URL and API key", "settings"),
     ]
     return entries

@@ -81,3 +81,11 @@ class ShellInputSubmitted(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class BranchRequested(Message):
+    """The person asked to branch the session at the event with id `event_id`."""
+
+    def __init__(self, event_id: int) -> None:
+        super().__init__()
+        self.event_id = event_id

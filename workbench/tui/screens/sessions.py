@@ -1,4 +1,5 @@
-"""Open a saved session: a list of the session logs, newest first."""
+"""Open a saved session: a list of the session logs, newest first (a continued one names its
+parent). The app shows the chosen one read-only until a message resumes it."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ class SessionPicker(ModalScreen[Path | None]):
                 text.append(task, style="bold")
                 text.append(f"\n{when}  {summary.state or '-'}  {header.model or '-'}", "dim")
                 text.append(f"  {header.workspace}", "dim")
+                if header.parent_id:  # resumed or branched from another session
+                    text.append(f"  <- {header.parent_id}", "dim")
+                if summary.damaged:
+                    text.append(f"\ndamaged: {summary.damaged}", "yellow")
                 options.append(Option(text, id=header.session_id))
             yield OptionList(*options, id="sessions-list")
 

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 
 from workbench.events import Event
 from workbench.tui.cells import Cell, cell_for_event, first_line, thought_cell
+from workbench.tui.messages import BranchRequested
 from workbench.tui.widgets.cell_list import CellList
+
+_EVENT_KEY = re.compile(r"e(\d+)")
 
 
 class ConversationView(CellList):
-    """User and agent messages, tool calls and results; enter expands, c copies."""
+    """User and agent messages, tool calls and results; enter expands, c copies, b branches."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "branch_here", "Branch"),
+    ]
 
     empty_text = "No task yet: type one below and press enter."
 
@@ -35,3 +46,17 @@ class ConversationView(CellList):
                 if cell is not None:
                     cells.append(cell)
         self.add_cells(cells)
+
+    def event_id_at_cursor(self) -> int | None:
+        """The id of the event the cell under the cursor shows (None without one)."""
+        cell = self.current()
+        match = _EVENT_KEY.match(cell.key) if cell is not None else None
+        return int(match.group(1)) if match else None
+
+    def action_branch_here(self) -> None:
+        """Ask the app for a new session with the history up to the cell under the cursor."""
+        event_id = self.event_id_at_cursor()
+        if event_id is None:
+            self.notify("No cell here to branch from.", severity="warning")
+            return
+        self.post_message(BranchRequested(event_id))

@@ -12,6 +12,7 @@ from textual.widgets import TextArea
 
 from workbench.tui.messages import PromptSubmitted
 
+PLACEHOLDER = "Type a task and press enter · ctrl+j new line · ↑ earlier messages"
 TYPING_PAUSE_S = 1.5
 """A key pressed in the input box less than this long ago counts as typing."""
 
@@ -31,7 +32,7 @@ class PromptInput(TextArea):
             tab_behavior="focus",
             compact=True,
             highlight_cursor_line=False,
-            placeholder="Type a task and press enter · ctrl+j new line · ↑ earlier messages",
+            placeholder=PLACEHOLDER,
         )
         self.sent: list[str] = []
         self._recall = 0

@@ -27,6 +27,8 @@ class StatusData:
     """When the running task started (clock seconds), for the elapsed time."""
     ended: float | None = None
     """When it finished, stopped or failed: the elapsed time stands still from then on."""
+    mark: str = ""
+    """Shown first, highlighted: e.g. "read-only" while a saved session is only viewed."""
 
 
 _SHORT_STATES = {"awaiting confirmation": "confirm?", "awaiting user": "your turn"}
@@ -99,8 +101,10 @@ class StatusBar(Widget):
         elapsed = _elapsed(now - d.started) if d.started is not None else "--:--"
         state = d.state.replace("_", " ")
         state_style = "reverse" if d.state == "awaiting_confirmation" else ""
+        mark = [(f" {d.mark.upper()} ", "bold reverse")] if d.mark else []
         if not compact:
             return [
+                *mark,
                 (f" {d.model or 'no model'} ", "bold"),
                 (f" {state} ", state_style),
                 (f" step {step} ", ""),
@@ -117,6 +121,7 @@ class StatusBar(Widget):
         llm = _SHORT_PARTS.get(d.llm, d.llm)
         sandbox = _SHORT_PARTS.get(d.sandbox, d.sandbox)
         return [
+            *mark,
             (f" {model} ", "bold"),
             (f" {state} ", state_style),
             (f" {step} ", ""),
