@@ -2,7 +2,7 @@
 
 Step N is the session's Nth action (0: before the first). A checkpoint that fails (no git in
 the sandbox, a full disk) is said once, as an error event, and checkpoints stop for the session;
-the run goes on. What each step changed is recorded as a `CheckpointEvent`, which
+the run goes on. A sandbox that cannot be reached is left for the next action to report. What each step changed is recorded as a `CheckpointEvent`, which
 `workbench checkpoints|rewind|diff` read (`workbench/checkpoints_cli.py`).
 """
 
@@ -64,10 +64,10 @@ class Checkpointer:
         try:
             observation = await self.runtime.execute(action)
         except SandboxError as exc:
-            observation = None
-            why = str(exc)
-        else:
-            why = getattr(observation, "content", "unexpected answer")
+            # The sandbox itself is in trouble: the next action finds out and says so.
+            log.warning("no checkpoint of step %d: %s", step, exc)
+            return
+        why = getattr(observation, "content", "unexpected answer")
         if not isinstance(observation, CheckpointObservation):
             self.enabled = False
             message = f"checkpoints are off for this session: {why}"
