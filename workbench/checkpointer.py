@@ -2,8 +2,9 @@
 
 Step N is the session's Nth action (0: before the first). A checkpoint that fails (no git in
 the sandbox, a full disk) is said once, as an error event, and checkpoints stop for the session;
-the run goes on. A sandbox that cannot be reached is left for the next action to report. What each step changed is recorded as a `CheckpointEvent`, which
-`workbench checkpoints|rewind|diff` read (`workbench/checkpoints_cli.py`).
+the run goes on. A sandbox that cannot be reached is left for the next action to report. What
+each step changed is recorded as a `CheckpointEvent`, which `workbench checkpoints|rewind|diff`
+read (`workbench/checkpoints_cli.py`).
 """
 
 from __future__ import annotations
