@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="(as root) serve with this effective uid and run shell, kernel and browser as it",
     )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
+    serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
     serve.add_argument(
         "--disable", action="append", default=[], metavar="EXECUTOR", help="turn an executor off"
     )
@@ -172,7 +173,8 @@ def serve(args: argparse.Namespace) -> int:
     if args.confine_agent:
         from sandbox import confine
 
-        why = confine.enable(network=args.confine_agent == "net")
+        protect = [args.checkpoints] if args.checkpoints else []
+        why = confine.enable(network=args.confine_agent == "net", protect=protect)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     if args.agent_user:
@@ -193,7 +195,9 @@ def serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from sandbox.core import Sandbox
 
-    sandbox = Sandbox(workspace, artifacts=args.artifacts, disabled=args.disable)
+    sandbox = Sandbox(
+        workspace, artifacts=args.artifacts, disabled=args.disable, checkpoints=args.checkpoints
+    )
     if not args.no_warm_up:
         sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
     from sandbox.http11 import Limits

@@ -38,6 +38,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 _prefix: list[str] = []
 
@@ -56,8 +58,11 @@ os.execvp(sys.argv[4], sys.argv[4:])
 """Run by `python -I -S -c`: become uid:gid for good (PR_SET_NO_NEW_PRIVS is 38), exec argv."""
 
 
-def enable(network: bool = True) -> str | None:
-    """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not."""
+def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
+    """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not.
+
+    `protect`: folders the server writes that the agent may only read (the checkpoint store:
+    an agent that rewrote it could make a rewind bring back what it chose)."""
     global _prefix
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -73,6 +78,9 @@ def enable(network: bool = True) -> str | None:
     # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that forked exits, and
     # the shell is started in a warm-up thread. The server kills the session itself, and if the
     # server dies the outer bwrap's pid namespace ends, taking this nested one with it.
+    for folder in protect:
+        folder.mkdir(parents=True, exist_ok=True)
+        prefix += ["--ro-bind", str(folder), str(folder)]
     if not network:
         prefix.append("--unshare-net")
     try:

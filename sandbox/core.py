@@ -29,6 +29,7 @@ class Sandbox:
         artifacts: Path | None = None,
         env: dict[str, str] | None = None,
         disabled: Iterable[str] = (),
+        checkpoints: Path | None = None,
     ) -> None:
         load_builtin_executors()
         self.workspace = workspace.resolve()
@@ -45,6 +46,7 @@ class Sandbox:
             artifacts=self.artifacts,
             env=dict(env or {}),
             shell_cwd=self._shell_cwd,
+            checkpoints=checkpoints,
         )
 
     def available(self) -> dict[str, bool]:

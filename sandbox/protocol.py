@@ -92,8 +92,33 @@ class BrowseAction(_Model):
     action: str
 
 
+class CheckpointAction(_Model):
+    """Record the workspace as it is now in its checkpoint store (`sandbox/checkpoints.py`)."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    label: str = Field(max_length=200)
+    """What the checkpoint is of, e.g. the step number."""
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=0, le=1 << 40)
+    """Files larger than this are left out (and listed as skipped)."""
+    ignore: list[str] = Field(default_factory=list, max_length=1000)
+    """gitignore patterns left out (caches, virtual environments); empty: the defaults."""
+
+
+class RestoreAction(_Model):
+    """Make the workspace what it was at a checkpoint (after a checkpoint of the present)."""
+
+    kind: Literal["restore"] = "restore"
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+
+
 Action = Annotated[
-    CmdRunAction | SetEnvAction | FileEditAction | IPythonAction | BrowseAction,
+    CmdRunAction
+    | SetEnvAction
+    | FileEditAction
+    | IPythonAction
+    | BrowseAction
+    | CheckpointAction
+    | RestoreAction,
     Field(discriminator="kind"),
 ]
 
@@ -165,6 +190,19 @@ class BrowseObservation(_Model):
     error: str | None = None
 
 
+class CheckpointObservation(_Model):
+    """A checkpoint taken (or a restore done): its commit and the files it changed."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    commit: str
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    """Files not covered (over the size limit)."""
+    seconds: float = 0.0
+
+
 ErrorKind = Literal[
     "bad_action",  # the action could not be carried out as asked (bad path, bad argument ...)
     "unavailable",  # the executor for this action is missing here (no Chromium, ...)
@@ -188,6 +226,7 @@ Observation = Annotated[
     | FileEditObservation
     | IPythonObservation
     | BrowseObservation
+    | CheckpointObservation
     | ErrorObservation,
     Field(discriminator="kind"),
 ]
@@ -272,4 +311,6 @@ ACTION_TYPES: tuple[type[BaseModel], ...] = (
     FileEditAction,
     IPythonAction,
     BrowseAction,
+    CheckpointAction,
+    RestoreAction,
 )

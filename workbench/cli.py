@@ -35,6 +35,11 @@ commands:
                                 its actions in a fresh sandbox and compare (exit 11 if they
                                 differ), or go on from step N with a live model; see
                                 `workbench replay --help`
+  workbench checkpoints SESSION  each step's checkpoint: what it added, changed, deleted
+  workbench rewind SESSION --to N [--yes] | --undo
+                                the workspace as it was after step N (0: before the first)
+  workbench diff SESSION --step N | --from A --to B
+                                what steps changed, as a unified diff
   workbench policy check [--json] "CMD"   what the confirmation policy would do with a call
                                 (--tool str_replace_editor --path P; --code CODE for IPython)
   workbench policy rules [--json]         the allow and deny rules in effect, and where from
@@ -286,6 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from workbench.replay.command import replay_command
 
             return _flushed(replay_command(args[1:]))
+        if args[:1] in (["checkpoints"], ["rewind"], ["diff"]):
+            from workbench.checkpoints_cli import run
+
+            return _flushed(run(args[0], args[1:]))
         if args[:1] == ["policy"]:
             from workbench.policy_cli import policy_command
 

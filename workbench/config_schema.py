@@ -251,6 +251,32 @@ class SessionConfig(Section):
     """Directory of session logs; empty: "sessions" in the user data dir."""
 
 
+class CheckpointsConfig(Section):
+    """`[checkpoints]`: the workspace recorded after every step that can change files."""
+
+    enabled: bool = True
+    """Checkpoint the workspace after each shell, editor, IPython and browser action (needs
+    git in the sandbox), so `workbench rewind` can undo any step."""
+    max_file_mb: float = Field(default=50.0, ge=0, allow_inf_nan=False)
+    """Files larger than this are left out of checkpoints (and listed as not covered)."""
+    ignore: list[str] = Field(
+        default_factory=lambda: [
+            "node_modules/",
+            ".venv/",
+            "venv/",
+            "__pycache__/",
+            ".mypy_cache/",
+            ".pytest_cache/",
+            ".ruff_cache/",
+            ".tox/",
+            ".cache/",
+            "*.pyc",
+        ]
+    )
+    """gitignore patterns left out of checkpoints (caches, virtual environments); a rewind
+    never changes or deletes what they match."""
+
+
 class UIConfig(Section):
     """`[ui]`: the terminal interface."""
 
@@ -269,6 +295,7 @@ class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     ui: UIConfig = Field(default_factory=UIConfig)
 
     _source_file: Path | None = PrivateAttr(default=None)

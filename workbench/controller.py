@@ -22,6 +22,7 @@ from workbench.agent.messages import MessageBuilder, observation_text, tool_argu
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
 from workbench.budget import Budget
+from workbench.checkpointer import Checkpointer
 from workbench.config_schema import Config
 from workbench.event_hub import EventHub
 from workbench.events import (
@@ -123,6 +124,8 @@ class Controller(EventHub):
         self._resumed.set()
         self._stop_request: _Stop | None = None
         self._current: asyncio.Future[Any] | None = None
+        self._files = Checkpointer(config.checkpoints, runtime, self._next_id, self._emit)
+        """Checkpoints of the workspace after each step that can change files."""
         self._stuck = StuckDetector(config.agent.stuck_threshold)
         self._stuck_warned = False
         self._malformed_run = 0
@@ -309,9 +312,13 @@ class Controller(EventHub):
             self._set_state("awaiting_user", "the agent replied without a tool call")
             return
         actions = self._parse_calls(response.content, response.tool_calls)
+        if actions:
+            done = sum(isinstance(e, ActionEvent) for e in self.events) - len(actions)
+            await self._files.start(done)
         for event in actions:
             await self._checkpoint()
             await self._run_action(event)
+            await self._files.after(event)
         self._check_malformed()
         self._check_stuck()
 

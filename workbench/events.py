@@ -228,6 +228,24 @@ class LLMWaitEvent(_Event):
     deadline_s: float = 0.0
 
 
+class CheckpointEvent(_Event):
+    """The workspace as it was after step `step` (the Nth action; 0: before the first) was
+    recorded as `commit` in the workspace's checkpoint store, with what that step changed."""
+
+    kind: Literal["checkpoint"] = "checkpoint"
+    source: EventSource = "environment"
+    step: int
+    cause: int | None = None
+    """The id of the action that made the step (None for step 0)."""
+    commit: str
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    """Files the checkpoint does not cover (over the size limit)."""
+    seconds: float = 0.0
+
+
 class ErrorEvent(_Event):
     """Something went wrong outside the agent's control (LLM down, sandbox dead ...)."""
 
@@ -247,6 +265,7 @@ Event = Annotated[
     | StateChangedEvent
     | LLMCallEvent
     | LLMWaitEvent
+    | CheckpointEvent
     | ErrorEvent,
     Field(discriminator="kind"),
 ]

@@ -23,6 +23,7 @@ from workbench.agent.messages import observation_text
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
+    CheckpointEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
@@ -48,7 +49,7 @@ PROGRESS_KINDS = frozenset(
         "llm_wait",
     }
 )
-"""Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`)."""
+"""Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`, `checkpoint`)."""
 _HUMAN_OBS_CHARS = 2000
 _SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f]", re.IGNORECASE)
 
@@ -211,6 +212,10 @@ class HumanPrinter(Printer):
             self.line(f"error ({event.error_kind}): {event.message}", err=True)
         elif isinstance(event, StateChangedEvent):
             self.line(f"-- state {event.state}" + (f" ({event.reason})" if event.reason else ""))
+        elif isinstance(event, CheckpointEvent):
+            counts = f"+{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
+            skipped = f", {len(event.skipped)} not covered" if event.skipped else ""
+            self.line(f"-- checkpoint [{event.step}] {counts}{skipped} ({event.commit[:12]})")
         elif isinstance(event, LLMWaitEvent):
             until = f", gives up at {event.deadline_s:g} s" if event.deadline_s else ""
             self.line(

@@ -83,7 +83,18 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
         options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
         options |= {"image_prefix": docker.image_prefix}
+    if config.checkpoints.enabled:
+        options["checkpoints"] = checkpoint_store_of(workspace)
     return options
+
+
+def checkpoint_store_of(workspace: Path) -> Path:
+    """Where the checkpoints of `workspace` are kept (one store per workspace, in the data dir;
+    each session's log names its commits)."""
+    import hashlib
+
+    digest = hashlib.sha256(str(workspace).encode("utf-8", "surrogateescape")).hexdigest()
+    return paths.data_dir() / "checkpoints" / f"{workspace.name[:40] or 'root'}-{digest[:16]}.git"
 
 
 def make_runtime(config: Config) -> Runtime:

@@ -4,6 +4,7 @@
 - `files`: the `str_replace_editor` contract.
 - `jupyter`: an IPython kernel through jupyter_client.
 - `browser`: BrowserGym driving Debian's Chromium (optional: missing Chromium is reported).
+- `checkpoints`: the workspace's checkpoints (`sandbox/checkpoints.py`; needs git).
 Importing a module registers it; heavy imports happen when the executor is first built.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-BUILTIN = ("bash", "files", "jupyter", "browser")
+BUILTIN = ("bash", "files", "jupyter", "browser", "checkpoints")
 
 
 def load_builtin_executors() -> None:

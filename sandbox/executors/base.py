@@ -24,6 +24,8 @@ class ExecutorContext:
     """Extra environment variables for processes the executors start."""
     shell_cwd: Callable[[], str | None] = lambda: None
     """The persistent shell's current directory, for executors that follow it (Jupyter)."""
+    checkpoints: Path | None = None
+    """The workspace's checkpoint store (None: one beside the artifacts folder)."""
 
 
 class Executor(Protocol):

@@ -39,6 +39,8 @@ from sandbox.runtimes.docker_image import (
 )
 
 SERVER_PORT = 8000
+CHECKPOINTS = "/checkpoints"
+"""Where the workspace's checkpoint store is mounted in the container."""
 LABEL = leftovers.CONTAINER_LABEL
 """Every container we start carries this label (value "1"), so stale ones can be found."""
 TOKEN_FILE = "/.sandbox-token"
@@ -120,6 +122,7 @@ class DockerRuntime(ServerRuntime):
         soft_timeout_s: float | None = None,
         progress: Callable[[str], None] | None = None,
         disable: Sequence[str] = (),
+        checkpoints: Path | None = None,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
@@ -135,6 +138,9 @@ class DockerRuntime(ServerRuntime):
         self.image_prefix = image_prefix
         self.progress = progress
         self.disable = tuple(disable)
+        self.checkpoints = checkpoints
+        """The workspace's checkpoint store on the host, mounted at /checkpoints (None: one
+        inside the container, gone with it)."""
         self.image: str | None = None
         self.container_name: str | None = None
         self._docker: Any = None
@@ -208,6 +214,7 @@ class DockerRuntime(ServerRuntime):
             str(self.user_id),
             str(self.group_id),
             "lifeline" if not self.keep_alive else "kept",
+            str(self.checkpoints or ""),
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
             *self.disable,
@@ -252,6 +259,9 @@ class DockerRuntime(ServerRuntime):
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
         mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
+        if self.checkpoints is not None:
+            self.checkpoints.mkdir(parents=True, exist_ok=True)
+            mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
@@ -275,6 +285,8 @@ class DockerRuntime(ServerRuntime):
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
             command += ["--workspace", "/workspace"]
+            if self.checkpoints is not None:
+                command += ["--checkpoints", CHECKPOINTS]
             for executor in self.disable:
                 command += ["--disable", executor]
             if not self.keep_alive:

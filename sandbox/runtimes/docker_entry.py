@@ -133,6 +133,18 @@ def agent_ids(uid_text: str, gid_text: str) -> tuple[int, int] | None:
         ) from None
 
 
+def give_store(store: Path, uid: int, gid: int) -> None:
+    """Let the server, which writes as the agent's uid, add to a checkpoint store made by
+    another uid: its folders change owner (objects are never rewritten, only added)."""
+    if not store.is_dir():
+        return
+    for folder, _, _ in os.walk(store):
+        try:
+            os.chown(folder, uid, gid)
+        except OSError as exc:
+            print(f"sandbox: cannot hand {folder} to the agent's uid: {exc}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> None:
     """Set up the agent's user when running as root, then exec the sandbox CLI."""
     argv = token_argv(argv)  # while still root: the token file is root-only
@@ -141,6 +153,8 @@ def main(argv: list[str]) -> None:
         uid, gid = ids
         if argv and argv[0] == "serve":
             prepare_user(uid, gid)
+            if "--checkpoints" in argv:
+                give_store(Path(argv[argv.index("--checkpoints") + 1]), uid, gid)
             argv = [argv[0], "--agent-user", f"{uid}:{gid}", *argv[1:]]
         else:
             drop_privileges(uid, gid)

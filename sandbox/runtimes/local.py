@@ -63,6 +63,7 @@ class LocalRuntime(ServerRuntime):
         disable: Sequence[str] = (),
         warm_up: bool = True,
         read_only: Sequence[str] = (),
+        checkpoints: Path | None = None,
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -78,6 +79,8 @@ class LocalRuntime(ServerRuntime):
         self.startup_timeout_s = startup_timeout_s
         self.disable = tuple(disable)
         self.warm_up = warm_up
+        self.checkpoints = checkpoints
+        """The workspace's checkpoint store (None: one in the runtime's temporary folder)."""
         self.read_only = tuple(read_only)
         """Folders of the workspace (relative paths) that the agent can read but not change,
         with isolation on, where they exist (the app's own rules)."""
@@ -104,6 +107,9 @@ class LocalRuntime(ServerRuntime):
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
         command += ["--token-fd", str(token_fd)]
         command += ["--workspace", str(self.workspace), "--artifacts", str(self.artifacts)]
+        if self.checkpoints is not None:
+            self.checkpoints.mkdir(parents=True, exist_ok=True)
+            command += ["--checkpoints", str(self.checkpoints)]
         for name in self.disable:
             command += ["--disable", name]
         if not self.warm_up:
@@ -242,7 +248,7 @@ class LocalRuntime(ServerRuntime):
         readable.append(Path(sys.executable).resolve().parent)
         return bwrap_command(
             self.workspace,
-            writable=[self._tmp, self.artifacts],
+            writable=[self._tmp, self.artifacts, *filter(None, [self.checkpoints])],
             readable=readable,
             read_only=[self.workspace / name for name in self.read_only],
         )

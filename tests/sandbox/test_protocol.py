@@ -12,6 +12,8 @@ from sandbox.protocol import (
     ACTION_TYPES,
     BrowseAction,
     BrowseObservation,
+    CheckpointAction,
+    CheckpointObservation,
     CmdOutputObservation,
     CmdRunAction,
     CommandFinished,
@@ -22,6 +24,7 @@ from sandbox.protocol import (
     IPythonAction,
     IPythonObservation,
     OutputChunk,
+    RestoreAction,
     ServerInfo,
     SetEnvAction,
     SetEnvObservation,
@@ -41,6 +44,8 @@ ACTIONS: list[pydantic.BaseModel] = [
     FileEditAction(command="undo_edit", path="/w/a.py"),
     IPythonAction(code="import os\nprint(os.getcwd())", timeout=30),
     BrowseAction(action='goto("http://127.0.0.1:8000")'),
+    CheckpointAction(label="3", max_file_bytes=1000, ignore=["node_modules/"]),
+    RestoreAction(commit="0123456789abcdef0123456789abcdef01234567"),
 ]
 OBSERVATIONS: list[pydantic.BaseModel] = [
     CmdOutputObservation(command="ls", content="a\nb\n", exit_code=0, cwd="/w"),
@@ -51,6 +56,9 @@ OBSERVATIONS: list[pydantic.BaseModel] = [
     FileEditObservation(command="str_replace", path="/w/a.py", content="ok", diff="-x\n+y\n"),
     IPythonObservation(code="1/0", content="ZeroDivisionError", images=["a.png"], error=True),
     BrowseObservation(action="noop()", url="about:blank", screenshot="s.png", error=None),
+    CheckpointObservation(
+        commit="a" * 40, added=["n"], changed=["c"], deleted=["d"], skipped=["big"], seconds=0.01
+    ),
     ErrorObservation(error_kind="unavailable", content="No 'browse' here: no Chromium"),
 ]
 EVENTS: list[pydantic.BaseModel] = [

@@ -57,8 +57,9 @@ def rewritten(history: list[Event], results: list[StepResult]) -> list[Event]:
             result = by_id.get(event.cause)
             if result is not None and result.new is not None:
                 update["observation"] = result.new
-        if hasattr(event, "cause"):
-            update["cause"] = ids.get(event.cause, event.cause)
+        cause = getattr(event, "cause", None)
+        if isinstance(cause, int):
+            update["cause"] = ids.get(cause, cause)
         out.append(event.model_copy(update=update))
     return out
 

@@ -101,6 +101,8 @@ class Tool(Generic[A, Obs]):
     """The sandbox executor it needs; offered only when the sandbox has it."""
     pane: str | None = None
     """The TUI tool pane that shows its actions (`shell`, `jupyter`, `browser`), if any."""
+    changes_files: bool = False
+    """Whether its actions can change the workspace (each is followed by a checkpoint)."""
     reply_text_cell: bool = True
     """Whether the text the model wrote beside the call gets a conversation cell of its own."""
 

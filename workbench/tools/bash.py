@@ -78,6 +78,7 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
     risk_required = True
     action_kinds = ("run",)
     rule_kind = "run"
+    changes_files = True
     rule_text_is_shell = True
     prompt_line = "`execute_bash`: one command at a time in a persistent bash shell."
     executor = "bash"

@@ -27,6 +27,7 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
     required = ("code",)
     action_kinds = ("browse",)
     rule_kind = "browse"
+    changes_files = True
     prompt_line = "`browser`: drive a web browser with BrowserGym actions."
     executor = "browser"
     pane = "browser"

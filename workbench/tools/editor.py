@@ -59,6 +59,7 @@ class EditorTool(Tool[FileEditAction, FileEditObservation]):
     required = ("command", "path")
     action_kinds = ("edit",)
     rule_kind = "edit"
+    changes_files = True
     prompt_line = "`str_replace_editor`: view, create and edit files (absolute paths)."
     executor = "files"
 

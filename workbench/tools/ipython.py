@@ -38,6 +38,7 @@ class IPythonTool(Tool[IPythonAction, IPythonObservation]):
     required = ("code",)
     action_kinds = ("ipython",)
     rule_kind = "ipython"
+    changes_files = True
     prompt_line = "`execute_ipython_cell`: Python in a persistent IPython kernel."
     executor = "jupyter"
     pane = "jupyter"

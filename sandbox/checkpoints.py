@@ -1,0 +1,395 @@
+"""Checkpoints of the workspace: a content-addressed store, so every step can be undone.
+
+The store is a git object database of our own, kept outside the workspace (never the
+person's `.git`, which is not checkpointed: git never records a path named `.git`). A
+checkpoint stages the workspace into the store's index and writes a tree: unchanged files cost
+a `stat` each (git's index cache), a changed file costs its new blob, and an unchanged step
+makes no new commit. Each commit's message holds what git itself does not keep: the empty
+folders, and the files left out (over the size limit). Files matching the ignore patterns
+(`node_modules/`, `.venv/`, caches; `DEFAULT_IGNORES`) and files over `max_file_bytes` are not
+covered: a restore neither changes nor deletes them, so they are never lost.
+
+`restore(commit)` makes the workspace what it was at `commit`: contents, deletions, symlinks
+and executable bits, and empty folders; it works from the checkpoint of the present state
+that the caller takes first (`checkpoint`), so that checkpoint undoes the restore. The
+sandbox server runs checkpoints (the `checkpoint` and `restore` actions); the app reads the
+same store for listings and diffs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_IGNORES = (
+    "node_modules/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".tox/",
+    ".cache/",
+    "*.pyc",
+)
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+_MANAGED = "# workbench: files over the size limit (rewritten at each checkpoint)\n"
+
+
+class CheckpointError(Exception):
+    """A checkpoint or restore that could not be done; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What differs between two states of the workspace (paths relative to it)."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing differs."""
+        return not (self.added or self.changed or self.deleted)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One checkpoint: its commit, what changed since the previous one, what it left out."""
+
+    commit: str
+    changes: Changes
+    skipped: tuple[str, ...] = ()
+    """Files not covered: over the size limit."""
+    seconds: float = 0.0
+
+
+@dataclass
+class CheckpointStore:
+    """The checkpoints of one workspace, in the git store at `path`."""
+
+    path: Path
+    workspace: Path
+    ignore: Sequence[str] = DEFAULT_IGNORES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    key: str = "main"
+    """Whose checkpoints: each sandbox has its own index and branch in a shared store."""
+    _head: str | None = field(default=None, init=False, repr=False)
+    _dirs: tuple[str, list[str]] = field(default=("", []), init=False, repr=False)
+    _skipped: list[str] = field(default_factory=list, init=False, repr=False)
+
+    # ------------------------------------------------------------------ git
+
+    @property
+    def index_file(self) -> Path:
+        """This key's index: the stat cache that makes an unchanged file cost a `stat`."""
+        return self.path / f"index-{self.key}"
+
+    @property
+    def ref(self) -> Path:
+        """This key's branch file: its latest checkpoint."""
+        return self.path / "refs" / "heads" / self.key
+
+    def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        env = {
+            **os.environ,
+            "GIT_DIR": str(self.path),
+            "GIT_WORK_TREE": str(self.workspace),
+            "GIT_INDEX_FILE": str(self.index_file),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_AUTHOR_NAME": "workbench",
+            "GIT_AUTHOR_EMAIL": "checkpoints@workbench",
+            "GIT_COMMITTER_NAME": "workbench",
+            "GIT_COMMITTER_EMAIL": "checkpoints@workbench",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+        done = subprocess.run(
+            ["git", *args],
+            cwd=self.workspace,
+            env=env,
+            input=input,
+            capture_output=True,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip().splitlines()
+            raise CheckpointError(f"git {args[0]} failed: {why[-1] if why else done.returncode}")
+        return done.stdout
+
+    def _ready(self) -> bool:
+        """Create the store if it does not exist; True when it was just created."""
+        if (self.path / "HEAD").is_file():
+            return False
+        if shutil.which("git") is None:
+            raise CheckpointError("checkpoints need git, and it is not installed in the sandbox")
+        if not self.workspace.is_dir():
+            raise CheckpointError(f"the workspace {self.workspace} does not exist")
+        self.path.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["git", "init", "-q", "--bare", str(self.path)], check=True, capture_output=True
+        )
+        for key, value in (
+            ("core.bare", "false"),
+            ("core.autocrlf", "false"),
+            ("core.symlinks", "true"),
+            ("core.fileMode", "true"),
+            ("core.untrackedCache", "true"),
+            ("core.looseCompression", "1"),
+            ("gc.auto", "0"),
+            ("advice.addEmbeddedRepo", "false"),
+        ):
+            self._git("config", key, value)
+        (self.path / "info").mkdir(exist_ok=True)
+        self._write_excludes([])
+        return True
+
+    def _write_excludes(self, large: Sequence[str]) -> None:
+        lines = [*self.ignore, _MANAGED, *("/" + _glob_escape(p) for p in large)]
+        target = self.path / "info" / "exclude"
+        temporary = target.with_name(f".exclude.{self.key}.tmp")
+        temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        temporary.replace(target)  # a new file: the store may have been made by another uid
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self, label: str) -> Checkpoint:
+        """Record the workspace as it is now, labelled `label` (e.g. the step number)."""
+        started = time.perf_counter()
+        first = self._ready()
+        parent = self.head()
+        # One look at what differs from the index (the last checkpoint): changed and deleted
+        # files, new files in known folders, and new folders as a whole.
+        listing = self._git(
+            "ls-files",
+            "-z",
+            "-t",
+            "--others",
+            "--modified",
+            "--deleted",
+            "--directory",
+            "--exclude-standard",
+        )
+        tags: dict[str, set[str]] = {}
+        new_folders: list[str] = []
+        for entry in listing.decode(errors="surrogateescape").split("\0"):
+            if len(entry) > 2 and entry.startswith("? ") and entry.endswith("/"):
+                new_folders.append(entry[2:].rstrip("/"))
+            elif len(entry) > 2:
+                tags.setdefault(entry[2:], set()).add(entry[0])
+        new_files, empty_dirs = self._walk(new_folders)
+        tags.update((name, {"?"}) for name in new_files)
+        deleted = [name for name, tag in tags.items() if "R" in tag]
+        empty_dirs = sorted({*empty_dirs, *self._emptied(deleted)})
+        skipped = self._update_large([name for name, tag in tags.items() if "R" not in tag])
+        covered = {name: tag for name, tag in tags.items() if name not in skipped}
+        changes = Changes(
+            added=tuple(sorted(n for n, t in covered.items() if "?" in t)),
+            changed=tuple(sorted(n for n, t in covered.items() if t == {"C"})),
+            deleted=tuple(sorted(n for n, t in covered.items() if "R" in t)),
+        )
+        unchanged = changes.empty and skipped == self._skipped
+        if parent is not None and unchanged and empty_dirs == self._dirs_of(parent):
+            return Checkpoint(parent, changes, tuple(skipped), time.perf_counter() - started)
+        if first or not changes.empty:
+            # Big files stream into one pack the first time (many loose objects are slow).
+            options = ["-c", "core.bigFileThreshold=1"] if first else []
+            self._git(*options, "add", "--all", "--", ".")
+        tree = self._git("write-tree").decode().strip()
+        meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
+        commit = self._write_commit(tree, parent, json.dumps(meta))
+        self._set_head(commit)
+        self._dirs, self._skipped = (commit, empty_dirs), skipped
+        return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
+
+    def _walk(self, folders: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The files in new folders, and their empty folders (ignored folders left out)."""
+        skip = {pattern.strip("/") for pattern in self.ignore if pattern.endswith("/")}
+        files: list[str] = []
+        empty: list[str] = []
+        for folder in folders:
+            for root, dirs, names in os.walk(self.workspace / folder):
+                rel = os.path.relpath(root, self.workspace)
+                entries = len(dirs) + len(names)
+                dirs[:] = [d for d in dirs if d not in skip]
+                files.extend(f"{rel}/{name}" for name in names)
+                if not entries:
+                    empty.append(rel)
+        return files, empty
+
+    def _emptied(self, deleted: Sequence[str]) -> set[str]:
+        """Folders left empty by deleted files."""
+        found: set[str] = set()
+        for name in deleted:
+            folder = os.path.dirname(name)
+            while folder and folder not in found:
+                path = self.workspace / folder
+                if path.is_symlink() or not path.is_dir() or os.listdir(path):
+                    break
+                found.add(folder)
+                folder = os.path.dirname(folder)
+        # Only the deepest: a folder holding an empty folder is not empty.
+        return {f for f in found if not any(o.startswith(f + "/") for o in found)}
+
+    def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
+        """Write the commit object directly (a process fewer than `git commit-tree`)."""
+        stamp = f"workbench <checkpoints@workbench> {int(time.time())} +0000"
+        lines = [f"tree {tree}", *([f"parent {parent}"] if parent else [])]
+        lines += [f"author {stamp}", f"committer {stamp}", "", message, ""]
+        body = "\n".join(lines).encode()
+        data = b"commit %d\0" % len(body) + body
+        sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+        target = self.path / "objects" / sha[:2] / sha[2:]
+        if not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            temporary = target.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
+            temporary.write_bytes(zlib.compress(data, 1))
+            temporary.replace(target)
+        return sha
+
+    def _set_head(self, commit: str) -> None:
+        self.ref.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.ref.with_name(f".{self.key}.tmp")
+        temporary.write_text(commit + "\n", encoding="ascii")
+        temporary.replace(self.ref)
+        self._head = commit
+
+    def head(self) -> str | None:
+        """The latest checkpoint's commit, or None before the first."""
+        if self._head is None and self.ref.is_file():
+            self._head = self.ref.read_text(encoding="ascii").strip() or None
+        return self._head
+
+    def forget(self) -> None:
+        """Drop this key's index and branch (the commits stay, named by the session log)."""
+        self.index_file.unlink(missing_ok=True)
+        self.ref.unlink(missing_ok=True)
+        self._head = None
+
+    def _dirs_of(self, commit: str) -> list[str]:
+        """The empty folders `commit` records (remembered for the latest)."""
+        if self._dirs[0] != commit:
+            found = self.metadata(commit).get("empty_dirs", [])
+            self._dirs = (commit, list(found))
+        return self._dirs[1]
+
+    def metadata(self, commit: str) -> dict[str, list[str] | str]:
+        """What a checkpoint's message records: its label, empty folders, skipped files."""
+        body = self._git("log", "-1", "--format=%B", commit).decode()
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _update_large(self, candidates: Sequence[str]) -> list[str]:
+        """Leave files over the size limit out (and take back those that shrank)."""
+        excludes = (self.path / "info" / "exclude").read_text(encoding="utf-8")
+        section = excludes.split(_MANAGED, 1)[1] if _MANAGED in excludes else ""
+        before = sorted(_glob_unescape(line[1:]) for line in section.splitlines() if line)
+        large = set(before)
+        for name in {*candidates, *before}:
+            try:
+                info = (self.workspace / name).lstat()
+            except OSError:
+                large.discard(name)
+                continue
+            if info.st_size > self.max_file_bytes and stat.S_ISREG(info.st_mode):
+                large.add(name)
+            else:
+                large.discard(name)
+        skipped = sorted(large)
+        if skipped != before:
+            self._write_excludes(skipped)
+            for name in skipped:  # a file that grew past the limit is no longer covered
+                self._git("update-index", "--force-remove", "--", name)
+        return skipped
+
+    # ------------------------------------------------------------------ reading
+
+    def changes(self, old: str | None, new: str) -> Changes:
+        """What differs from checkpoint `old` (None: an empty workspace) to `new`."""
+        if old is None:
+            names = self._git("ls-tree", "-r", "-z", "--name-only", new).decode(
+                errors="surrogateescape"
+            )
+            return Changes(added=tuple(sorted(n for n in names.split("\0") if n)))
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        fields = out.decode(errors="surrogateescape").split("\0")
+        added: list[str] = []
+        changed: list[str] = []
+        deleted: list[str] = []
+        for status, name in zip(fields[0::2], fields[1::2], strict=False):
+            {"A": added, "D": deleted}.get(status[:1], changed).append(name)
+        return Changes(tuple(added), tuple(changed), tuple(deleted))
+
+    def diff(self, old: str | None, new: str) -> str:
+        """A unified diff from `old` (None: empty) to `new`; binary files are named."""
+        base = old or self._git("hash-object", "-t", "tree", "/dev/null").decode().strip()
+        return self._git("diff", "--no-color", "--no-renames", base, new).decode(errors="replace")
+
+    # ------------------------------------------------------------------ restoring
+
+    def restore(self, commit: str) -> Changes:
+        """Make the workspace what it was at `commit`; call `checkpoint` first (it undoes this).
+
+        Files the store does not cover (ignored, over the size limit) are left as they are."""
+        current = self.head()
+        if current is None:
+            raise CheckpointError("no checkpoint of the present state: take one first")
+        self._git("cat-file", "-e", f"{commit}^{{commit}}")
+        changes = self.changes(current, commit)
+        # A path the restore would create that holds something now is a file the store does
+        # not cover (ignored, or over the size limit): never overwrite it.
+        uncovered = [name for name in changes.added if os.path.lexists(self.workspace / name)]
+        if uncovered:
+            listed = ", ".join(uncovered[:5]) + (" ..." if len(uncovered) > 5 else "")
+            raise CheckpointError(
+                f"the restore would overwrite files that checkpoints do not cover: {listed}; "
+                "nothing was changed. Move them away first."
+            )
+        # Two-tree form: updates and deletes what differs, refuses to overwrite a file the
+        # store does not cover.
+        self._git("read-tree", "-m", "-u", current, commit)
+        wanted = list(self.metadata(commit).get("empty_dirs", []))
+        for name in self._dirs_of(current):
+            folder = self.workspace / name
+            while (
+                folder != self.workspace and str(folder.relative_to(self.workspace)) not in wanted
+            ):
+                if not folder.is_dir() or folder.is_symlink() or any(folder.iterdir()):
+                    break
+                folder.rmdir()
+                folder = folder.parent
+        for name in wanted:
+            (self.workspace / name).mkdir(parents=True, exist_ok=True)
+        self._set_head(commit)
+        self._dirs = (commit, wanted)
+        return changes
+
+
+def _glob_escape(name: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\!# " else c for c in name)
+
+
+def _glob_unescape(text: str) -> str:
+    out = []
+    escaped = False
+    for char in text:
+        if char == "\\" and not escaped:
+            escaped = True
+            continue
+        out.append(char)
+        escaped = False
+    return "".join(out)

@@ -1,0 +1,79 @@
+"""The `checkpoints` executor: `checkpoint` and `restore` actions on the workspace's store."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from typing import ClassVar
+
+from sandbox.checkpoints import DEFAULT_IGNORES, Checkpoint, CheckpointError, CheckpointStore
+from sandbox.executors.base import ExecutorContext, register
+from sandbox.protocol import (
+    Action,
+    CheckpointAction,
+    CheckpointObservation,
+    ErrorObservation,
+    Observation,
+    RestoreAction,
+)
+
+
+class CheckpointExecutor:
+    """Checkpoints and restores the workspace (one store per sandbox)."""
+
+    name: ClassVar[str] = "checkpoints"
+    action_kinds: ClassVar[tuple[str, ...]] = ("checkpoint", "restore")
+
+    def __init__(self, context: ExecutorContext) -> None:
+        path = context.checkpoints or context.artifacts.parent / "checkpoints.git"
+        self.store = CheckpointStore(path, context.workspace, key=secrets.token_hex(6))
+
+    @classmethod
+    def from_context(cls, context: ExecutorContext) -> CheckpointExecutor:
+        """Built by the sandbox on the first checkpoint."""
+        return cls(context)
+
+    def execute(self, action: Action) -> Observation:
+        """Take a checkpoint, or restore one (after checkpointing the present)."""
+        try:
+            if isinstance(action, CheckpointAction):
+                self.store.ignore = tuple(action.ignore) or DEFAULT_IGNORES
+                self.store.max_file_bytes = action.max_file_bytes
+                return _observed(self.store.checkpoint(action.label))
+            if isinstance(action, RestoreAction):
+                self.store.checkpoint("before a restore")  # the present is never lost
+                changes = self.store.restore(action.commit)
+                return CheckpointObservation(
+                    commit=action.commit,
+                    added=list(changes.added),
+                    changed=list(changes.changed),
+                    deleted=list(changes.deleted),
+                )
+        except CheckpointError as exc:
+            return ErrorObservation(content=str(exc))
+        return ErrorObservation(content=f"the checkpoints executor does not do {action.kind}")
+
+    def close(self) -> None:
+        """Drop this sandbox's index and branch; the checkpoints stay in the store."""
+        self.store.forget()
+
+
+def _observed(checkpoint: Checkpoint) -> CheckpointObservation:
+    changes = checkpoint.changes
+    return CheckpointObservation(
+        commit=checkpoint.commit,
+        added=list(changes.added),
+        changed=list(changes.changed),
+        deleted=list(changes.deleted),
+        skipped=list(checkpoint.skipped),
+        seconds=checkpoint.seconds,
+    )
+
+
+def _git_missing() -> str | None:
+    return None if shutil.which("git") else "git is not installed in the sandbox"
+
+
+register(
+    "checkpoints", CheckpointExecutor.action_kinds, CheckpointExecutor.from_context, _git_missing
+)

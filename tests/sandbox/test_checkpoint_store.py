@@ -1,0 +1,137 @@
+"""The checkpoint store on its own: what it covers, what it leaves alone, what it refuses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sandbox.checkpoints import CheckpointError, CheckpointStore
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+def store(tmp_path: Path, ws: Path, **options: object) -> CheckpointStore:
+    return CheckpointStore(tmp_path / "store.git", ws, **options)  # type: ignore[arg-type]
+
+
+def test_an_unchanged_workspace_makes_no_new_checkpoint(tmp_path: Path, ws: Path) -> None:
+    checkpoints = store(tmp_path, ws)
+    (ws / "a").write_text("a")
+    first = checkpoints.checkpoint("1")
+    again = checkpoints.checkpoint("2")
+    assert again.commit == first.commit and again.changes.empty
+    (ws / "a").chmod(0o755)  # a mode change is a change
+    assert checkpoints.checkpoint("3").changes.changed == ("a",)
+
+
+def test_big_files_and_ignored_folders_are_left_out_and_never_touched(
+    tmp_path: Path, ws: Path
+) -> None:
+    checkpoints = store(tmp_path, ws, max_file_bytes=1000)
+    (ws / "small").write_text("s")
+    start = checkpoints.checkpoint("0").commit
+    (ws / "big.bin").write_bytes(os.urandom(5000))
+    (ws / "node_modules" / "x").mkdir(parents=True)
+    (ws / "node_modules" / "x" / "i.js").write_text("js")
+    grown = checkpoints.checkpoint("1")
+    assert grown.skipped == ("big.bin",) and grown.changes.empty
+    (ws / "other").write_text("o")
+    checkpoints.checkpoint("1b")
+    checkpoints.restore(start)
+    assert (ws / "big.bin").stat().st_size == 5000  # not covered: left as it is
+    assert (ws / "node_modules" / "x" / "i.js").read_text() == "js"
+    assert not (ws / "other").exists()
+    # A file that grew past the limit is no longer covered, and a restore that would
+    # overwrite it refuses, changing nothing.
+    grown_big = os.urandom(3000)
+    (ws / "small").write_bytes(grown_big)
+    (ws / "other").write_text("o")
+    assert checkpoints.checkpoint("2").skipped == ("big.bin", "small")
+    with pytest.raises(CheckpointError, match="do not cover: small; nothing was changed"):
+        checkpoints.restore(start)
+    assert (ws / "small").read_bytes() == grown_big and (ws / "other").exists()
+    (ws / "small").write_text("s")  # shrank: covered again
+    assert "small" not in checkpoints.checkpoint("3").skipped
+
+
+def test_nested_empty_folders_come_back_and_go(tmp_path: Path, ws: Path) -> None:
+    checkpoints = store(tmp_path, ws)
+    (ws / "a" / "b" / "c").mkdir(parents=True)
+    (ws / "d").mkdir()
+    with_dirs = checkpoints.checkpoint("1").commit
+    for name in ("a/b/c", "a/b", "a", "d"):
+        (ws / name).rmdir()
+    (ws / "f").write_text("f")
+    checkpoints.checkpoint("2")
+    checkpoints.restore(with_dirs)
+    assert (ws / "a" / "b" / "c").is_dir() and (ws / "d").is_dir()
+    assert not (ws / "f").exists()
+
+
+def test_restoring_needs_a_checkpoint_of_the_present(tmp_path: Path, ws: Path) -> None:
+    with pytest.raises(CheckpointError, match="take one first"):
+        store(tmp_path, ws).restore("0" * 40)
+
+
+def test_a_missing_workspace_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="does not exist"):
+        store(tmp_path, tmp_path / "nowhere").checkpoint("0")
+
+
+def test_two_sandboxes_share_a_store_without_sharing_an_index(tmp_path: Path, ws: Path) -> None:
+    one = store(tmp_path, ws, key="one")
+    two = store(tmp_path, ws, key="two")
+    (ws / "a").write_text("a")
+    first = one.checkpoint("1")
+    assert two.checkpoint("1").commit != ""  # its own branch and index
+    (ws / "a").write_text("b")
+    assert one.checkpoint("2").changes.changed == ("a",)
+    assert one.changes(first.commit, one.head() or "").changed == ("a",)
+    one.forget()
+    assert not one.index_file.exists() and two.index_file.exists()
+
+
+async def test_the_agent_can_read_but_not_change_the_store(tmp_path: Path, ws: Path) -> None:
+    from sandbox.protocol import (
+        CheckpointAction,
+        CheckpointObservation,
+        CmdOutputObservation,
+        CmdRunAction,
+        RestoreAction,
+    )
+    from sandbox.runtimes.bwrap import bwrap_available
+    from sandbox.runtimes.local import LocalRuntime
+
+    if bwrap_available() is not None:
+        pytest.skip("bubblewrap does not work here")
+    store_path = tmp_path / "store.git"
+    runtime = LocalRuntime(ws, disable=["browser", "jupyter"], checkpoints=store_path)
+    await runtime.start()
+    try:
+        (ws / "a").write_text("a")
+        first = await runtime.execute(CheckpointAction(label="1"))
+        assert isinstance(first, CheckpointObservation) and first.added == ["a"]
+        shell = await runtime.execute(
+            CmdRunAction(
+                command=f"ls {store_path} >/dev/null && echo read=$?; "
+                f"echo x > {store_path}/HEAD; echo write=$?; rm -rf {store_path}/objects; "
+                "echo rm=$?; echo b > a"
+            )
+        )
+        assert isinstance(shell, CmdOutputObservation)
+        assert "read=0" in shell.content and "write=1" in shell.content, shell.content
+        assert "rm=0" not in shell.content
+        second = await runtime.execute(CheckpointAction(label="2"))
+        assert isinstance(second, CheckpointObservation) and second.changed == ["a"]
+        back = await runtime.execute(RestoreAction(commit=first.commit))
+        assert isinstance(back, CheckpointObservation) and back.changed == ["a"]
+        assert (ws / "a").read_text() == "a"
+    finally:
+        await runtime.close()

@@ -1,0 +1,342 @@
+"""`workbench checkpoints`, `workbench rewind` and `workbench diff`: a session's steps, undone.
+
+Each `CheckpointEvent` in a session's log names a commit in the workspace's checkpoint store
+(`sandbox/checkpoints.py`; where it lives: `session.checkpoint_store_of`). Rewinding to step N
+makes the workspace what it was after step N; it first checkpoints the present state and
+records it, so `rewind --undo` puts the present back. Nothing outside the workspace is touched,
+and what checkpoints do not cover (ignored folders, files over the size limit) is never
+changed or deleted. Exit codes: 0 done, 1 the person said no, 2 bad input (unknown session,
+step out of range, workspace moved), 8 the store failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
+from workbench.events import ActionEvent, CheckpointEvent
+
+USAGE = 2
+DECLINED = 1
+STORE_FAILED = 8
+REWINDS = "rewinds"
+"""The store's folder of rewind records, one JSON-lines file per session (for --undo)."""
+
+
+class CheckpointCommandError(Exception):
+    """Bad input for a checkpoints command: the message says what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One checkpoint of a session: its step, the action behind it, what it changed."""
+
+    step: int
+    commit: str
+    action: str
+    event: CheckpointEvent
+
+
+@dataclass(frozen=True)
+class SessionCheckpoints:
+    """A session's checkpoints, its workspace and the store that holds them."""
+
+    session_id: str
+    workspace: Path
+    store: Path
+    steps: list[Step]
+
+    def at(self, step: int) -> Step:
+        """The checkpoint of the workspace as it was after `step` (the latest at or before)."""
+        last = self.steps[-1].step if self.steps else -1
+        if step < 0 or step > last or not self.steps or step < self.steps[0].step:
+            first = self.steps[0].step if self.steps else 0
+            raise CheckpointCommandError(
+                f"step {step} is out of range: session {self.session_id} has checkpoints of "
+                f"steps {first} to {last}. Fix: pick one (`workbench checkpoints "
+                f"{self.session_id}` lists them)."
+            )
+        return [s for s in self.steps if s.step <= step][-1]
+
+
+def load_checkpoints(log: Path) -> SessionCheckpoints:
+    """The checkpoints recorded in the session log at `log`."""
+    from workbench.session import checkpoint_store_of
+    from workbench.session_log import read
+    from workbench.tools.registry import REGISTRY
+
+    loaded = read(log)
+    workspace = Path(loaded.header.workspace)
+    actions = {e.id: e for e in loaded.events if isinstance(e, ActionEvent)}
+    steps: list[Step] = []
+    for event in loaded.events:
+        if isinstance(event, CheckpointEvent):
+            action = actions.get(event.cause) if event.cause is not None else None
+            what = (
+                REGISTRY.for_action(action.action).describe(action.action)
+                if action is not None
+                else "(before the first action)"
+            )
+            steps.append(Step(event.step, event.commit, what, event))
+    return SessionCheckpoints(
+        loaded.header.session_id, workspace, checkpoint_store_of(workspace), steps
+    )
+
+
+def find_session(sessions: Path, wanted: str) -> Path:
+    """The log of session `wanted` (an id, a unique prefix of one, or a log's path)."""
+    as_path = Path(wanted).expanduser()
+    if as_path.suffix == ".jsonl" and as_path.is_file():
+        return as_path
+    logs = sorted(sessions.glob("*.jsonl")) if sessions.is_dir() else []
+    exact = [log for log in logs if log.stem == wanted]
+    found = exact or [log for log in logs if log.stem.startswith(wanted)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CheckpointCommandError(
+            f"no session {wanted!r} in {sessions}. Fix: `workbench sessions` lists them."
+        )
+    names = ", ".join(log.stem for log in found[:5])
+    raise CheckpointCommandError(f"{wanted!r} matches several sessions ({names}): give more of it.")
+
+
+def _store(found: SessionCheckpoints, key: str = "rewind") -> CheckpointStore:
+    """The workspace's store, checked: the workspace must be where the session left it."""
+    from workbench.config import load_config
+
+    if not found.workspace.is_dir():
+        raise CheckpointCommandError(
+            f"the workspace {found.workspace} of session {found.session_id} does not exist "
+            "(moved or deleted); nothing was changed. Fix: put it back where it was."
+        )
+    if not (found.store / "HEAD").is_file():
+        raise CheckpointCommandError(
+            f"session {found.session_id} has no checkpoint store at {found.store}; nothing "
+            "was changed (checkpoints were off, or the data folder was cleared)."
+        )
+    checkpoints = load_config().checkpoints
+    return CheckpointStore(
+        found.store,
+        found.workspace,
+        ignore=tuple(checkpoints.ignore),
+        max_file_bytes=int(checkpoints.max_file_mb * 1024 * 1024),
+        key=key,
+    )
+
+
+# --------------------------------------------------------------------------- rewinding
+
+
+@dataclass(frozen=True)
+class RewindPlan:
+    """What a rewind will do: the commit to reach, the present's checkpoint, the changes."""
+
+    target: str
+    step: int | None
+    present: str
+    changes: Changes
+
+
+def plan_rewind(found: SessionCheckpoints, store: CheckpointStore, target: Step) -> RewindPlan:
+    """Checkpoint the present, and say what rewinding to `target` changes."""
+    present = store.checkpoint(f"before rewinding {found.session_id} to step {target.step}")
+    return RewindPlan(
+        target.commit, target.step, present.commit, store.changes(present.commit, target.commit)
+    )
+
+
+def rewind(found: SessionCheckpoints, store: CheckpointStore, plan: RewindPlan) -> Changes:
+    """Carry out `plan` and record it, so `--undo` can put the present back."""
+    changes = store.restore(plan.target)
+    record = {"at": time.time(), "to_step": plan.step, "target": plan.target}
+    record["before"] = plan.present
+    folder = found.store / REWINDS
+    folder.mkdir(exist_ok=True)
+    with (folder / f"{found.session_id}.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+    return changes
+
+
+def undo_plan(found: SessionCheckpoints, store: CheckpointStore) -> RewindPlan:
+    """The plan that puts back the state the last rewind of this session replaced."""
+    records = found.store / REWINDS / f"{found.session_id}.jsonl"
+    lines = records.read_text(encoding="utf-8").splitlines() if records.is_file() else []
+    if not lines:
+        raise CheckpointCommandError(
+            f"session {found.session_id} has no rewind to undo; nothing was changed."
+        )
+    last = json.loads(lines[-1])
+    present = store.checkpoint(f"before undoing a rewind of {found.session_id}")
+    before = str(last["before"])
+    return RewindPlan(before, None, present.commit, store.changes(present.commit, before))
+
+
+def _drop_last_rewind(found: SessionCheckpoints) -> None:
+    records = found.store / REWINDS / f"{found.session_id}.jsonl"
+    lines = records.read_text(encoding="utf-8").splitlines()
+    records.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the commands
+
+
+def _changes_text(changes: Changes, limit: int = 20) -> list[str]:
+    rows = [("+", changes.added), ("~", changes.changed), ("-", changes.deleted)]
+    lines = [f"  {sign} {name}" for sign, names in rows for name in names]
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"  … and {len(lines) - limit} more"]
+    return lines
+
+
+def _changes_json(changes: Changes) -> dict[str, Any]:
+    return {
+        "added": list(changes.added),
+        "changed": list(changes.changed),
+        "deleted": list(changes.deleted),
+    }
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        raise CheckpointCommandError(
+            "would ask before changing the workspace, but nobody is at a terminal. Fix: add "
+            "--yes to go ahead without asking."
+        )
+    answer = input(f"{question} [y/N] ").strip().lower()
+    return answer in ("y", "yes")
+
+
+def _parser(name: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"workbench {name}", description=description)
+    parser.add_argument("session", help="a session id (or a unique prefix), or a log's path")
+    parser.add_argument("--config", metavar="PATH", help="the config file to read")
+    return parser
+
+
+def _session(args: argparse.Namespace) -> SessionCheckpoints:
+    from workbench.config import load_config
+    from workbench.session import sessions_dir_of
+
+    config = load_config(Path(args.config).expanduser() if args.config else None)
+    return load_checkpoints(find_session(sessions_dir_of(config), args.session))
+
+
+def checkpoints_command(argv: Sequence[str]) -> int:
+    """`workbench checkpoints SESSION [--json]`: each step's checkpoint and its changes."""
+    parser = _parser("checkpoints", "List a session's checkpoints, step by step.")
+    parser.add_argument("--json", action="store_true", help="one JSON object per step")
+    args = parser.parse_args(argv)
+    found = _session(args)
+    for step in found.steps:
+        event = step.event
+        changes = Changes(tuple(event.added), tuple(event.changed), tuple(event.deleted))
+        if args.json:
+            row = {"step": step.step, "commit": step.commit, "action": step.action}
+            row |= _changes_json(changes) | {"skipped": event.skipped, "time": event.timestamp}
+            print(json.dumps(row, separators=(",", ":")))
+            continue
+        when = time.strftime("%H:%M:%S", time.localtime(event.timestamp))
+        counts = f"+{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
+        print(f"[{step.step}] {when}  {counts:<12} {step.action}")
+        for line in _changes_text(changes, limit=8):
+            print("    " + line.strip())
+        if event.skipped:
+            print(f"    not covered (over the size limit): {', '.join(event.skipped)}")
+    if not found.steps and not args.json:
+        print(f"session {found.session_id} has no checkpoints")
+    return 0
+
+
+def rewind_command(argv: Sequence[str]) -> int:
+    """`workbench rewind SESSION --to N | --undo [--yes] [--json]`."""
+    parser = _parser("rewind", "Make the workspace what it was after a step of a session.")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--to", type=int, metavar="N", help="the step (0: before the first)")
+    which.add_argument("--undo", action="store_true", help="undo this session's last rewind")
+    parser.add_argument("--yes", action="store_true", help="do it without asking")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    found = _session(args)
+    store = _store(found)
+    plan = undo_plan(found, store) if args.undo else plan_rewind(found, store, found.at(args.to))
+    what = "undo the last rewind" if args.undo else f"rewind to step {args.to}"
+    if plan.changes.empty:
+        if args.undo:
+            _drop_last_rewind(found)
+        _report(args.json, what, plan, plan.changes, done=True)
+        return 0
+    if not args.yes:
+        print(f"{what} in {found.workspace} changes:")
+        print("\n".join(_changes_text(plan.changes)))
+        if not _confirm("Go ahead?"):
+            print("nothing was changed")
+            return DECLINED
+    changes = store.restore(plan.target) if args.undo else rewind(found, store, plan)
+    if args.undo:
+        _drop_last_rewind(found)
+    _report(args.json, what, plan, changes, done=True)
+    return 0
+
+
+def _report(as_json: bool, what: str, plan: RewindPlan, changes: Changes, done: bool) -> None:
+    if as_json:
+        row = {"done": done, "step": plan.step, "commit": plan.target, "before": plan.present}
+        print(json.dumps(row | _changes_json(changes), separators=(",", ":")))
+        return
+    if changes.empty:
+        print(f"{what}: the workspace is already that way")
+        return
+    print(f"{what}: done")
+    print("\n".join(_changes_text(changes)))
+
+
+def diff_command(argv: Sequence[str]) -> int:
+    """`workbench diff SESSION --step N | --from A --to B`: a unified diff."""
+    parser = _parser("diff", "Show what a session's steps changed, as a unified diff.")
+    parser.add_argument("--step", type=int, metavar="N", help="what step N changed")
+    parser.add_argument("--from", dest="start", type=int, metavar="A", help="from step A")
+    parser.add_argument("--to", dest="end", type=int, metavar="B", help="to step B")
+    args = parser.parse_args(argv)
+    if (args.step is None) == (args.start is None and args.end is None):
+        raise CheckpointCommandError("give --step N, or --from A and --to B")
+    found = _session(args)
+    if not (found.store / "HEAD").is_file():
+        raise CheckpointCommandError(f"session {found.session_id} has no checkpoint store")
+    store = CheckpointStore(found.store, found.workspace, key="diff")
+    if args.step is not None:
+        end = found.at(args.step)
+        before = [s for s in found.steps if s.step < end.step]
+        if end.step != args.step:
+            print(f"step {args.step} changed no files")
+            return 0
+        start_commit = before[-1].commit if before else None
+    else:
+        start_commit = found.at(args.start if args.start is not None else 0).commit
+        end = found.at(args.end if args.end is not None else found.steps[-1].step)
+    sys.stdout.write(store.diff(start_commit, end.commit))
+    return 0
+
+
+COMMANDS = {"checkpoints": checkpoints_command, "rewind": rewind_command, "diff": diff_command}
+
+
+def run(name: str, argv: Sequence[str]) -> int:
+    """Run checkpoint command `name`; bad input and store failures become clear exit codes."""
+    from workbench.config import ConfigError
+
+    try:
+        return COMMANDS[name](argv)
+    except (CheckpointCommandError, ConfigError) as exc:
+        print(f"workbench {name}: {exc}", file=sys.stderr)
+        return USAGE
+    except CheckpointError as exc:
+        print(f"workbench {name}: the checkpoint store failed: {exc}", file=sys.stderr)
+        return STORE_FAILED
