@@ -137,9 +137,14 @@ class CheckpointStore:
         if not self.workspace.is_dir():
             raise CheckpointError(f"the workspace {self.workspace} does not exist")
         self.path.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["git", "init", "-q", "--bare", str(self.path)], check=True, capture_output=True
+        made = subprocess.run(
+            ["git", "init", "-q", "--bare", "--template=", str(self.path)],
+            capture_output=True,
+            check=False,
         )
+        if made.returncode != 0:
+            why = made.stderr.decode(errors="replace").strip() or f"exit {made.returncode}"
+            raise CheckpointError(f"cannot create the checkpoint store {self.path}: {why}")
         for key, value in (
             ("core.bare", "false"),
             ("core.autocrlf", "false"),

@@ -38,6 +38,7 @@ def _app_for(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
         "LLM_API_KEY": "test-key-123456",
         "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
         "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+        "WORKBENCH_CHECKPOINTS_ENABLED": "false",  # the log alone fills the small disk
     }
     config = load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws")})
     backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")

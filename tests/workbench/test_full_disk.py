@@ -93,6 +93,7 @@ def test_a_disk_that_fills_mid_run(tmp_path: Path, small_disk: SmallDisk) -> Non
     with ScriptedLLMServer({"steps": [], "default": NOISY}) as server:
         env = cli_env(tmp_path, server.base_url, LOG_ALL_EVENTS="true")
         env["WORKBENCH_DATA_DIR"] = str(data)
+        env["WORKBENCH_CHECKPOINTS_ENABLED"] = "false"  # the log alone fills the small disk
         args = ["--headless", "--json", "-t", "fill the disk", "--max-iterations", "200"]
         proc = run_cli([*args, "--workspace", str(workspace)], env, cwd=workspace, timeout=180)
     assert proc.returncode == exit_codes.LOG_ERROR == 12, proc.stderr
