@@ -124,9 +124,17 @@ class CheckpointStore:
             check=False,
         )
         if check and done.returncode != 0:
+            self._sweep_temporaries()  # a full disk must not stay full of a half-written pack
             why = done.stderr.decode(errors="replace").strip().splitlines()
-            raise CheckpointError(f"git {args[0]} failed: {why[-1] if why else done.returncode}")
+            command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
+            raise CheckpointError(f"git {command} failed: {why[-1] if why else done.returncode}")
         return done.stdout
+
+    def _sweep_temporaries(self) -> None:
+        """Remove what a failed git command left half-written in the store."""
+        for pattern in ("objects/pack/tmp_*", "objects/*/tmp_obj_*", "objects/*/.*.tmp"):
+            for leftover in self.path.glob(pattern):
+                leftover.unlink(missing_ok=True)
 
     def _ready(self) -> bool:
         """Create the store if it does not exist; True when it was just created."""

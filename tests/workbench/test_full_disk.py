@@ -4,6 +4,7 @@ Real small tmpfs mounts (root), the real `workbench` command, the scripted LLM s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -146,3 +147,33 @@ def test_a_disk_already_full_at_start(tmp_path: Path, small_disk: SmallDisk) -> 
     )
     assert summary["session_id"] is None and summary["log"] is None
     assert list(data.rglob("*.jsonl")) == []  # no empty log left behind
+
+
+def test_checkpoints_that_do_not_fit_are_turned_off_and_the_run_goes_on(
+    tmp_path: Path, small_disk: SmallDisk
+) -> None:
+    """The checkpoint store shares the data folder with the logs: when a checkpoint cannot be
+    written, it is said once and checkpoints stop; the run and its log are whole."""
+    data = small_disk("data", 256 * 1024)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "big.bin").write_bytes(os.urandom(512 * 1024))  # cannot be compressed to fit
+    bash = {"name": "execute_bash", "arguments": {"command": "echo hi", "security_risk": "LOW"}}
+    done = {"name": "finish", "arguments": {"message": "done"}}
+    script = [{"tool_calls": [bash]}, {"tool_calls": [bash]}, {"tool_calls": [done]}]
+    with ScriptedLLMServer(script) as server:
+        env = cli_env(tmp_path, server.base_url)
+        env["WORKBENCH_DATA_DIR"] = str(data)
+        proc = run_cli(["--headless", "--json", "-t", "go"], env, cwd=workspace, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = json_lines(proc.stdout)
+    errors = [
+        line["event"]
+        for line in lines
+        if line["type"] == "event" and line["event"]["kind"] == "error"
+    ]
+    assert len(errors) == 1 and errors[0]["error_kind"] == "checkpoint"
+    assert "checkpoints are off for this session" in errors[0]["message"]
+    logged = read(Path(lines[-1]["log"]))
+    assert (logged.truncated, logged.bad_lines) == (False, [])
