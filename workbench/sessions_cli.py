@@ -52,17 +52,20 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("id", metavar="ID")
     delete.add_argument("-y", "--yes", action="store_true", help="do not ask")
     export = commands.add_parser(
-        "export", help="write a session's log and its images into one .tar.gz"
+        "export",
+        help="write a session's log and its images into one .tar.gz (or as an "
+        "OpenHands trajectory)",
     )
     export.add_argument("id", metavar="ID")
     export.add_argument(
-        "-o", "--output", metavar="FILE", help="the file to write (default: ./ID.tar.gz)"
+        "-o", "--output", metavar="FILE", help="the file to write (default: ./ID.tar.gz or .json)"
     )
     export.add_argument(
         "--format",
-        choices=("tar.gz",),
+        choices=("tar.gz", "openhands"),
         default="tar.gz",
-        help="tar.gz: <id>.jsonl and <id>.files/, ready to unpack into a sessions folder",
+        help="tar.gz: <id>.jsonl and <id>.files/, ready to unpack into a sessions folder; "
+        "openhands: the JSON trajectory OpenHands V0 writes (save_trajectory_path)",
     )
     return parser
 
@@ -89,7 +92,10 @@ def sessions_command(argv: Sequence[str]) -> int:
         return show_session(path, args.show_json or args.json)
     if args.command == "delete":
         return delete_session(path, args.yes)
-    return export_session(path, Path(args.output) if args.output else None)
+    output = Path(args.output) if args.output else None
+    if args.format == "openhands":
+        return export_trajectory(path, output)
+    return export_session(path, output)
 
 
 def _config_path(text: str) -> Path:
@@ -250,6 +256,27 @@ def delete_session(path: Path, yes: bool) -> int:
         shutil.rmtree(files)
     path.unlink()
     print(f"deleted {path}")
+    return 0
+
+
+def export_trajectory(path: Path, output: Path | None) -> int:
+    """Write the session as an OpenHands V0 trajectory (never over an existing file)."""
+    from workbench.replay.openhands_export import export_openhands
+
+    target = output or Path.cwd() / f"{path.stem}.json"
+    if target.exists():
+        return _fail(f"{target} exists; give another file with -o FILE, or remove it")
+    if not target.parent.is_dir():
+        return _fail(f"{target.parent}: no such directory")
+    fd, temp = tempfile.mkstemp(prefix=".export-", suffix=".json", dir=target.parent)
+    os.close(fd)
+    try:
+        count = export_openhands(path, Path(temp))
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    print(f"exported session {path.stem} to {target} ({count} OpenHands events)")
     return 0
 
 

@@ -205,3 +205,21 @@ def test_a_headless_run_piped_into_head_finishes_without_a_traceback(tmp_path: P
     assert done.stdout.startswith("workbench session ")
     (log,) = (tmp_path / "data" / "sessions").glob("*.jsonl")
     assert read(log).events[-1].kind == "state"  # the run went on to its end, logged whole
+
+
+def test_export_as_an_openhands_trajectory(tmp_path: Path) -> None:
+    path = _write_session(tmp_path)
+    env = cli_env(tmp_path, "http://127.0.0.1:9")
+    out = tmp_path / "out"
+    out.mkdir()
+    done = run_cli(["sessions", "export", "--format", "openhands", SID], env, out)
+    assert done.returncode == 0, done.stderr
+    items = json.loads((out / f"{SID}.json").read_text())
+    assert isinstance(items, list) and items and all("id" in item for item in items)
+    from workbench.replay.recording import load_recording
+
+    back = load_recording(out / f"{SID}.json")
+    assert back.format == "openhands"
+    assert len(read(path).events) >= len(back.events) > 0
+    again = run_cli(["sessions", "export", "--format", "openhands", SID], env, out)
+    assert again.returncode == 2 and "exists" in again.stderr
