@@ -1,8 +1,8 @@
 """`workbench checkpoints`, `workbench rewind` and `workbench diff`: a session's steps, undone.
 
 Each `CheckpointEvent` in a session's log names a commit in the workspace's checkpoint store
-(`sandbox/checkpoints.py`; where it lives: `session.checkpoint_store_of`). Rewinding to step N
-makes the workspace what it was after step N; it first checkpoints the present state and
+(`sandbox/checkpoints.py`; where it lives: `checkpoint_store.checkpoint_store_of`). Rewinding to
+step N makes the workspace what it was after step N; it first checkpoints the present state and
 records it, so `rewind --undo` puts the present back. Nothing outside the workspace is touched,
 and what checkpoints do not cover (ignored folders, files over the size limit) is never
 changed or deleted. Exit codes: 0 done, 1 the person said no, 2 bad input (unknown session,
@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
+from workbench.checkpoint_store import REWINDS, checkpoint_store_of, record_rewind
 from workbench.events import ActionEvent, CheckpointEvent
 
 USAGE = 2
 DECLINED = 1
 STORE_FAILED = 8
-REWINDS = "rewinds"
-"""The store's folder of rewind records, one JSON-lines file per session (for --undo)."""
 
 
 class CheckpointCommandError(Exception):
@@ -68,7 +67,6 @@ class SessionCheckpoints:
 
 def load_checkpoints(log: Path) -> SessionCheckpoints:
     """The checkpoints recorded in the session log at `log`."""
-    from workbench.session import checkpoint_store_of
     from workbench.session_log import read
     from workbench.tools.registry import REGISTRY
 
@@ -156,12 +154,7 @@ def plan_rewind(found: SessionCheckpoints, store: CheckpointStore, target: Step)
 def rewind(found: SessionCheckpoints, store: CheckpointStore, plan: RewindPlan) -> Changes:
     """Carry out `plan` and record it, so `--undo` can put the present back."""
     changes = store.restore(plan.target)
-    record = {"at": time.time(), "to_step": plan.step, "target": plan.target}
-    record["before"] = plan.present
-    folder = found.store / REWINDS
-    folder.mkdir(exist_ok=True)
-    with (folder / f"{found.session_id}.jsonl").open("a", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
+    record_rewind(found.store, found.session_id, plan.step, plan.target, plan.present)
     return changes
 
 

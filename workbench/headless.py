@@ -133,6 +133,8 @@ async def run_session(
     }
     if history is not None:
         start |= {"resumed_from": history.parent_id, "resumed_events": len(history.events)}
+        if history.files_restored:
+            printer.notice(history.files_restored)
     printer.start(start)
     controller: Controller | None = None
     result: RunResult | None = None

@@ -28,7 +28,7 @@ CONTINUE_TEXT = "Continue the task from where you left off."
 """The message a resumed headless run sends when it was given none."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class History:
     """The events a continued session starts from, and what carries over with them."""
 
@@ -44,6 +44,8 @@ class History:
     """The parent's log ended in a cut line (its process was killed); that line is left out."""
     skipped_lines: int = 0
     """Complete lines of the parent's log that did not parse and are left out."""
+    files_restored: str = ""
+    """What was done to bring the workspace's files back to this point (`restore_files`)."""
 
     @property
     def upto(self) -> int:
@@ -121,9 +123,15 @@ def resume_note(history: History, workspace: str) -> str:
         f"(workbench: this session was {how} session {history.parent_id} and now runs in a "
         "new sandbox. The shell's state did not survive: its working directory, environment "
         "variables, shell variables and running processes are gone, and the Jupyter kernel "
-        "restarted without its variables and imports. The files in the workspace "
-        f"{workspace} are as they are now, which may differ from what the earlier results "
-        "show. Re-run any set-up you still need before relying on it.)"
+        "restarted without its variables and imports. "
+        + (
+            f"The files in the workspace {workspace} were restored to what they were at that "
+            "point. "
+            if history.files_restored.startswith("The workspace's files were restored")
+            else f"The files in the workspace {workspace} are as they are now, which may differ "
+            "from what the earlier results show. "
+        )
+        + "Re-run any set-up you still need before relying on it.)"
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench import paths
+from workbench.checkpoint_store import checkpoint_store_of
 from workbench.config import PROJECT_CONFIG
 from workbench.config_schema import Config
 from workbench.session_log import (
@@ -88,15 +89,6 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     return options
 
 
-def checkpoint_store_of(workspace: Path) -> Path:
-    """Where the checkpoints of `workspace` are kept (one store per workspace, in the data dir;
-    each session's log names its commits)."""
-    import hashlib
-
-    digest = hashlib.sha256(str(workspace).encode("utf-8", "surrogateescape")).hexdigest()
-    return paths.data_dir() / "checkpoints" / f"{workspace.name[:40] or 'root'}-{digest[:16]}.git"
-
-
 def make_runtime(config: Config) -> Runtime:
     """The configured runtime for the configured workspace (not started)."""
     from sandbox.process_guard import make_undumpable
@@ -144,8 +136,16 @@ def new_log(
         header = SessionHeader(**header.model_dump(), parent=link)
     log = SessionLog.create(sessions_dir_of(config), header, secrets=secrets_of(config))
     if parent is not None:
+        from workbench.restore_files import restore_files
         from workbench.resume import copy_payloads
 
+        parent.files_restored = restore_files(
+            parent.events,
+            parent.parent_id,
+            Path(parent.workspace),
+            workspace_of(config),
+            config.checkpoints,
+        )
         try:
             copy_payloads(parent, log.payload_dir)
         except OSError as exc:  # only the earlier pictures are lost; the session goes on

@@ -18,11 +18,11 @@ import pytest
 from headless_harness import KEY, MODEL, bash, finish, make_config
 
 from sandbox.runtimes.local import LocalRuntime
+from workbench.checkpoint_store import checkpoint_store_of
 from workbench.checkpoints_cli import run
 from workbench.controller import Controller
 from workbench.events import CheckpointEvent, Event
 from workbench.llm import LLMClient
-from workbench.session import checkpoint_store_of
 from workbench.session_log import SessionLog, make_header, new_session_id
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -241,3 +241,39 @@ def run_json(log: Path, capsys: pytest.CaptureFixture[str]) -> str:
     code, out, _ = cli("checkpoints", str(log), "--json", capsys=capsys)
     assert code == 0
     return "[" + ",".join(out.splitlines()) + "]"
+
+
+def test_a_resumed_session_goes_on_from_its_files_and_the_present_can_be_put_back(
+    tmp_path: Path,
+) -> None:
+    from headless_harness import cli_env, json_lines, run_cli
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    first = [bash("echo one > a.txt && mkdir sub && echo two > sub/b.txt"), finish()]
+    with ScriptedLLMServer(first) as server:
+        env = cli_env(tmp_path, server.base_url)
+        done = run_cli(["--headless", "--json", "-t", "make files"], env, workspace)
+    assert done.returncode == 0, done.stderr
+    session_id = json_lines(done.stdout)[-1]["session_id"]
+    # The person changes things after the session ...
+    (workspace / "a.txt").write_text("mine now\n")
+    (workspace / "sub" / "b.txt").unlink()
+    (workspace / "new.txt").write_text("made later\n")
+    later = tree(workspace)
+    # ... and resumes it: the files come back as the session left them, and the model is told.
+    with ScriptedLLMServer([finish()]) as server:
+        env = cli_env(tmp_path, server.base_url)
+        resumed = run_cli(["--headless", "--resume", session_id, "-t", "go on"], env, workspace)
+        request = server.requests[0]
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"restored to step 1 of session {session_id}" in resumed.stderr
+    assert (workspace / "a.txt").read_text() == "one\n"
+    assert (workspace / "sub" / "b.txt").read_text() == "two\n"
+    assert not (workspace / "new.txt").exists()
+    said = " ".join(str(m.get("content")) for m in request["messages"])
+    assert "were restored to what they were at that point" in said
+    # What the person had is one command away.
+    undo = run_cli(["rewind", session_id, "--undo", "--yes"], env, workspace)
+    assert undo.returncode == 0, undo.stderr
+    assert tree(workspace) == later

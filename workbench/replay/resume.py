@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from sandbox.runtimes.base import SandboxError
@@ -23,6 +24,7 @@ from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
 from workbench.replay.recording import Recording
 from workbench.replay.report import RerunReport
 from workbench.replay.rerun import Rerunner, StepResult
+from workbench.restore_files import restore_files
 from workbench.session import (
     make_llm,
     make_runtime,
@@ -31,6 +33,7 @@ from workbench.session import (
     runtime_warning,
     scrubber_of,
     start_runtime,
+    workspace_of,
 )
 from workbench.tools.base import ToolContext
 
@@ -88,6 +91,16 @@ async def continue_from(recording: Recording, config: Config, n: int, json_mode:
         rerunner = Rerunner(past, config, ToolContext(runtime, info.workspace))
         results = [result async for result in rerunner.run()]
         _report_differences(results, printer, json_mode)
+        # The re-run rebuilt the files; where step n has a checkpoint, they are made exact.
+        restored = restore_files(
+            history,
+            recording.session_id,
+            Path(recording.workspace),
+            workspace_of(config),
+            config.checkpoints,
+        )
+        if restored:
+            printer.notice(restored)
         await warm
         parent = {"session_id": recording.session_id, "log": str(recording.path.absolute())}
         session = new_log(config, link=parent | {"step": n, "how": "continue-from"})

@@ -254,6 +254,8 @@ class ControllerBackend:
             controller.subscribe_output(self.app.feed_output)
         if history is not None:
             controller.restore(history)  # the note that the shell starts afresh is shown too
+            if history.files_restored:
+                self._notify(history.files_restored, timeout=10)
         self.controller = controller
         return controller
 
