@@ -28,6 +28,7 @@ import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 
 DEFAULT_IGNORES = (
@@ -159,6 +160,7 @@ class CheckpointStore:
             ("core.symlinks", "true"),
             ("core.fileMode", "true"),
             ("core.untrackedCache", "true"),
+            ("core.splitIndex", "true"),  # a step rewrites only the index entries it changed
             ("core.looseCompression", "1"),
             ("gc.auto", "0"),
             ("advice.addEmbeddedRepo", "false"),
@@ -201,6 +203,7 @@ class CheckpointStore:
                 new_folders.append(entry[2:].rstrip("/"))
             elif len(entry) > 2:
                 tags.setdefault(entry[2:], set()).add(entry[0])
+        listed = list(tags)
         new_files, empty_dirs = self._walk(new_folders)
         tags.update((name, {"?"}) for name in new_files)
         deleted = [name for name, tag in tags.items() if "R" in tag]
@@ -215,10 +218,20 @@ class CheckpointStore:
         unchanged = changes.empty and skipped == self._skipped
         if parent is not None and unchanged and empty_dirs == self._dirs_of(parent):
             return Checkpoint(parent, changes, tuple(skipped), time.perf_counter() - started)
-        if first or not changes.empty:
+        if first:
             # Big files stream into one pack the first time (many loose objects are slow).
-            options = ["-c", "core.bigFileThreshold=1"] if first else []
-            self._git(*options, "add", "--all", "--", ".")
+            self._git("-c", "core.bigFileThreshold=1", "add", "--all", "--", ".")
+        elif not changes.empty:
+            # Only what the listing named: no second walk of the whole workspace.
+            paths = [*(n for n in listed if n in covered), *(f"{f}/" for f in new_folders)]
+            self._git(
+                "--literal-pathspecs",
+                "add",
+                "--all",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                input="\0".join(paths).encode(errors="surrogateescape"),
+            )
         tree = self._git("write-tree").decode().strip()
         meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
         commit = self._write_commit(tree, parent, json.dumps(meta))
@@ -229,6 +242,7 @@ class CheckpointStore:
     def _walk(self, folders: Sequence[str]) -> tuple[list[str], list[str]]:
         """The files in new folders, and their empty folders (ignored folders left out)."""
         skip = {pattern.strip("/") for pattern in self.ignore if pattern.endswith("/")}
+        names_out = [p for p in self.ignore if "/" not in p]
         files: list[str] = []
         empty: list[str] = []
         for folder in folders:
@@ -236,7 +250,8 @@ class CheckpointStore:
                 rel = os.path.relpath(root, self.workspace)
                 entries = len(dirs) + len(names)
                 dirs[:] = [d for d in dirs if d not in skip]
-                files.extend(f"{rel}/{name}" for name in names)
+                kept = [n for n in names if not any(fnmatch(n, p) for p in names_out)]
+                files.extend(f"{rel}/{name}" for name in kept)
                 if not entries:
                     empty.append(rel)
         return files, empty

@@ -135,3 +135,17 @@ async def test_the_agent_can_read_but_not_change_the_store(tmp_path: Path, ws: P
         assert (ws / "a").read_text() == "a"
     finally:
         await runtime.close()
+
+
+def test_ignored_files_in_a_new_folder_are_left_out(tmp_path: Path, ws: Path) -> None:
+    checkpoints = store(tmp_path, ws)
+    checkpoints.checkpoint("0")
+    (ws / "pkg" / "__pycache__").mkdir(parents=True)
+    (ws / "pkg" / "m.py").write_text("x")
+    (ws / "pkg" / "m.pyc").write_bytes(b"\0")
+    (ws / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0")
+    (ws / "top.py").write_text("y")
+    (ws / "top.pyc").write_bytes(b"\0")
+    step = checkpoints.checkpoint("1")
+    assert step.changes.added == ("pkg/m.py", "top.py")
+    assert checkpoints.changes(None, step.commit).added == ("pkg/m.py", "top.py")
