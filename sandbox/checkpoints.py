@@ -89,6 +89,7 @@ class CheckpointStore:
     _head: str | None = field(default=None, init=False, repr=False)
     _dirs: tuple[str, list[str]] = field(default=("", []), init=False, repr=False)
     _skipped: list[str] = field(default_factory=list, init=False, repr=False)
+    _refresh_after: float = field(default=0.0, init=False, repr=False)
 
     # ------------------------------------------------------------------ git
 
@@ -160,7 +161,6 @@ class CheckpointStore:
             ("core.symlinks", "true"),
             ("core.fileMode", "true"),
             ("core.untrackedCache", "true"),
-            ("core.splitIndex", "true"),  # a step rewrites only the index entries it changed
             ("core.looseCompression", "1"),
             ("gc.auto", "0"),
             ("advice.addEmbeddedRepo", "false"),
@@ -184,6 +184,11 @@ class CheckpointStore:
         started = time.perf_counter()
         first = self._ready()
         parent = self.head()
+        if self._refresh_after and time.time() > self._refresh_after:
+            # The whole-tree index was written in the same second as files it holds ("racily
+            # clean"): git would read each of them again at every step until it is rewritten.
+            self._git("update-index", "-q", "--refresh", check=False)
+            self._refresh_after = 0.0
         # One look at what differs from the index (the last checkpoint): changed and deleted
         # files, new files in known folders, and new folders as a whole.
         listing = self._git(
@@ -218,9 +223,10 @@ class CheckpointStore:
         unchanged = changes.empty and skipped == self._skipped
         if parent is not None and unchanged and empty_dirs == self._dirs_of(parent):
             return Checkpoint(parent, changes, tuple(skipped), time.perf_counter() - started)
-        if first:
+        if first or not self.index_file.exists():
             # Big files stream into one pack the first time (many loose objects are slow).
             self._git("-c", "core.bigFileThreshold=1", "add", "--all", "--", ".")
+            self._refresh_after = time.time() + 1.5
         elif not changes.empty:
             # Only what the listing named: no second walk of the whole workspace.
             paths = [*(n for n in listed if n in covered), *(f"{f}/" for f in new_folders)]
