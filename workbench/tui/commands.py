@@ -40,6 +40,11 @@ def palette_entries(panes: tuple[str, ...]) -> list[PaletteEntry]:
             "A new session with the history up to the conversation's current cell",
             "branch_here",
         ),
+        PaletteEntry(
+            "Rewind to here",
+            "Put the workspace's files back to the conversation's current cell, then branch",
+            "rewind_here",
+        ),
         PaletteEntry("Settings", "Model, base URL and API key", "settings"),
     ]
     return entries

@@ -10,17 +10,19 @@ from textual.binding import Binding, BindingType
 
 from workbench.events import Event
 from workbench.tui.cells import Cell, cell_for_event, first_line, thought_cell
-from workbench.tui.messages import BranchRequested
+from workbench.tui.messages import BranchRequested, RewindRequested
 from workbench.tui.widgets.cell_list import CellList
 
 _EVENT_KEY = re.compile(r"e(\d+)")
 
 
 class ConversationView(CellList):
-    """User and agent messages, tool calls and results; enter expands, c copies, b branches."""
+    """User and agent messages, tool calls and results; enter expands, c copies, b branches,
+    r rewinds the workspace's files to a cell."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("b", "branch_here", "Branch"),
+        Binding("r", "rewind_here", "Rewind"),
     ]
 
     empty_text = "No task yet: type one below and press enter."
@@ -60,3 +62,11 @@ class ConversationView(CellList):
             self.notify("No cell here to branch from.", severity="warning")
             return
         self.post_message(BranchRequested(event_id))
+
+    def action_rewind_here(self) -> None:
+        """Ask the app to rewind the files to the cell under the cursor, then go on from there."""
+        event_id = self.event_id_at_cursor()
+        if event_id is None:
+            self.notify("No cell here to rewind to.", severity="warning")
+            return
+        self.post_message(RewindRequested(event_id))
