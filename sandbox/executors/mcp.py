@@ -122,6 +122,13 @@ class _Server:
         tail = self.stderr_tail()
         return f"{what}; its stderr ends with:\n{tail}" if tail else what
 
+    def close_log(self) -> None:
+        """Let go of the stderr file (it was never linked: its space is freed)."""
+        if self.errlog is not None:
+            with contextlib.suppress(OSError):
+                self.errlog.close()
+            self.errlog = None
+
 
 class McpExecutor:
     """The MCP servers of one sandbox, and their tools."""
@@ -184,6 +191,7 @@ class McpExecutor:
             return McpServerState(name=name, tools=running.tools)
         if running is not None:
             await self._stop(running)
+            running.close_log()
         started = time.monotonic()
         server = _Server(name, spec)
         ready: asyncio.Future[None] = self._loop.create_future()
@@ -196,8 +204,9 @@ class McpExecutor:
                 why = f"no answer within {spec.start_timeout:g} s"
             else:
                 why = describe(exc)
-            await self._stop(server)
+            await self._stop(server)  # its process has exited: its stderr is all there
             error = server.explain(f"the MCP server {name!r} did not start: {why}")
+            server.close_log()
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return McpServerState(name=name, error=error, seconds=time.monotonic() - started)
@@ -279,8 +288,9 @@ class McpExecutor:
         except Exception as exc:
             if _connection_closed(exc) or server.task is None or server.task.done():
                 self._servers.pop(action.server, None)
-                why = server.explain(f"the MCP server {action.server!r} stopped")
                 await self._stop(server)
+                why = server.explain(f"the MCP server {action.server!r} stopped")
+                server.close_log()
                 return answer(f"The call failed: {why}", error=True, server_failed=why)
             return answer(f"The call failed: {describe(exc)}", error=True)
         texts: list[str] = []
@@ -323,13 +333,12 @@ class McpExecutor:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
-        if server.errlog is not None:
-            with contextlib.suppress(OSError):
-                server.errlog.close()
 
     async def _stop_all(self) -> None:
         servers, self._servers = list(self._servers.values()), {}
         await asyncio.gather(*(self._stop(s) for s in servers), return_exceptions=True)
+        for server in servers:
+            server.close_log()
 
 
 register("mcp", McpExecutor.action_kinds, McpExecutor, _available)
