@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sandbox.errors import SandboxRequestError
 from sandbox.protocol import ErrorObservation, McpCallAction, McpListAction, McpServerSpec
 from workbench.display import Cell, first_line
 from workbench.events import ToolCallAction, ToolResultObservation
@@ -345,12 +346,14 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
     MCP_CATALOG.connection = connection
     if not config.mcp.servers:
         return connection
-    observation = await runtime.execute(McpListAction(servers=specs_of(config.mcp)))
+    try:
+        observation: Any = await runtime.execute(McpListAction(servers=specs_of(config.mcp)))
+    except SandboxRequestError as exc:  # a sandbox server from before MCP (remote): say so
+        observation = ErrorObservation(content=f"the sandbox server refused it ({exc})")
     if isinstance(observation, ErrorObservation):
         for name in config.mcp.servers:
-            connection.failures.append(
-                f"the MCP server {name!r} did not start: {observation.content}"
-            )
+            why = f"the MCP server {name!r} did not start: {observation.content}"
+            connection.failures.append(f"{why}; the session goes on without it")
         return connection
     states = getattr(observation, "servers", [])
     for state in states:
