@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from docker_support import BASE_IMAGE, sandbox_image
 from headless_harness import cli_env, finish, json_lines, run_cli
 
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -17,6 +19,8 @@ from workbench.testing.llm_server import ScriptedLLMServer
 DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
 SECRET = "mcp-token-5f3a9c1e77"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+__all__ = ["sandbox_image"]  # a fixture, used by name
 
 
 def use(name: str, call_id: str, **arguments: Any) -> dict[str, Any]:
@@ -131,3 +135,40 @@ def test_many_tools_are_offered_through_one_tool_and_rules_match_server_and_tool
     assert tool_answers(requests[3])["c3"] == "9"
     denied = tool_answers(requests[4])["c4"]
     assert "not run" in denied and "mcp:demo.boom" in denied
+
+
+@pytest.mark.docker
+def test_on_the_docker_runtime_the_server_runs_in_the_container_as_the_agent(
+    sandbox_image: str, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutil.copy(DEMO, workspace / "demo_server.py")
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.toml").write_text(
+        '[mcp.servers.demo]\ncommand = ["/opt/sandbox/bin/python", "/workspace/demo_server.py"]\n'
+        f'env = {{ DEMO_TOKEN = "{SECRET}" }}\n'
+    )
+    script = [
+        use("mcp__demo__add", "c1", a=20, b=22),
+        use("mcp__demo__boom", "c2", why="x"),
+        use("mcp__demo__whoami", "c3"),
+        finish(),
+    ]
+    with ScriptedLLMServer(script) as server:
+        env = cli_env(
+            tmp_path,
+            server.base_url,
+            RUNTIME="docker",
+            WORKBENCH_SANDBOX_DOCKER_BASE_IMAGE=BASE_IMAGE,
+            SANDBOX_USER_ID="1234",
+        )
+        proc = run_cli(["--headless", "--json", "-t", "use the tools"], env, workspace, 300)
+    assert proc.returncode == 0, proc.stderr
+    requests = server.requests
+    assert "mcp__demo__add" in offered(requests[0])
+    assert tool_answers(requests[1])["c1"] == "42"
+    assert tool_answers(requests[2])["c2"].startswith("ERROR:")
+    seen = json.loads(tool_answers(requests[3])["c3"])
+    assert seen["uid"] == 1234 and seen["cwd"] == "/workspace"
+    assert SECRET not in proc.stdout
