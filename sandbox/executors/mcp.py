@@ -58,6 +58,8 @@ _IMAGE_SUFFIX |= {"image/webp": ".webp", "image/svg+xml": ".svg"}
 _STDERR_TAIL = 4096
 _STDERR_LINES = 8
 _STOP_TIMEOUT_S = 10.0
+SESSION_ENV = "SANDBOX_SESSION"
+"""The local runtime's marker of every process of a session (`runtimes/leftovers.py`)."""
 
 
 def _available() -> str | None:
@@ -228,6 +230,10 @@ class McpExecutor:
 
         argv = confine.wrap(list(spec.command))
         env = get_default_environment() | self.context.env | spec.env
+        # The SDK starts it in a session of its own: the runtime finds it by this marker.
+        marker = os.environ.get(SESSION_ENV)
+        if marker:
+            env[SESSION_ENV] = marker
         params = StdioServerParameters(
             command=argv[0], args=argv[1:], env=env, cwd=str(self.context.workspace)
         )

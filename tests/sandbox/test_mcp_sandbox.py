@@ -111,6 +111,7 @@ async def test_the_server_runs_inside_the_sandbox_apart_from_the_agent(
     await list_servers(local, demo=demo_spec(sys.executable, str(DEMO)))
     seen = json.loads((await call(local, "whoami")).content)
     assert seen["cwd"] == str(local.workspace)
+    assert seen["session"] == local.session_id  # so a killed server's leftovers are found
     (proc,) = [p for p in demo_processes() if local.pid in {a.pid for a in p.parents()}]
     assert proc.cwd() == str(local.workspace)
     # Its environment has its own variable; the agent's shell has not, and (isolated) cannot
@@ -199,3 +200,19 @@ async def test_the_server_runs_in_the_container_as_the_agent(
     assert await sh(runtime, 'echo "[${DEMO_TOKEN:-}]"') == "[]"
     picture = await call(runtime, "picture")
     assert (await runtime.download(picture.images[0])).startswith(PNG_MAGIC)
+
+
+async def test_a_killed_sandbox_server_leaves_no_mcp_server_behind(tmp_path: Path) -> None:
+    """The SDK starts the server in a session of its own; with no isolation nothing else
+    ties it to the sandbox than the session marker the runtime sweeps by."""
+    (tmp_path / "ws").mkdir()
+    runtime = LocalRuntime(tmp_path / "ws", isolation="none", disable=["browser", "jupyter"])
+    await runtime.start()
+    try:
+        await list_servers(runtime, demo=demo_spec(sys.executable, str(DEMO)))
+        assert runtime.pid is not None
+        (proc,) = [p for p in demo_processes() if runtime.pid in {a.pid for a in p.parents()}]
+        os.kill(runtime.pid, 9)
+    finally:
+        await runtime.close()
+    assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
