@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sandbox.errors import SandboxRequestError
-from sandbox.protocol import ErrorObservation, McpCallAction, McpListAction, McpServerSpec
+from sandbox.protocol import (
+    ErrorObservation,
+    McpCallAction,
+    McpCallObservation,
+    McpListAction,
+    McpListObservation,
+    McpServerSpec,
+)
 from workbench.display import Cell, first_line
 from workbench.events import ToolCallAction, ToolResultObservation
 from workbench.security.risk import Assessment
@@ -275,19 +282,19 @@ class McpConnection:
             timeout=self.config.call_timeout_s,
         )
         observation = await runtime.execute(action)
-        if isinstance(observation, ErrorObservation):
-            return ToolResultObservation(tool=name, content=observation.content, error=True)
-        content = getattr(observation, "content", "")
-        images = list(getattr(observation, "images", []))
-        failed = str(getattr(observation, "server_failed", ""))
-        if failed:
-            self.withdraw(target.server, failed)
+        if not isinstance(observation, McpCallObservation):
+            text = getattr(observation, "content", f"unexpected answer {observation.kind!r}")
+            return ToolResultObservation(tool=name, content=text, error=True)
+        content = observation.content
+        if observation.server_failed:
+            self.withdraw(target.server, observation.server_failed)
             content += (
                 f"\n[The MCP server {target.server!r} is gone; its tools are withdrawn for the "
                 "rest of this session.]"
             )
-        error = bool(getattr(observation, "error", True))
-        return ToolResultObservation(tool=name, content=content, error=error, images=images)
+        return ToolResultObservation(
+            tool=name, content=content, error=observation.error, images=list(observation.images)
+        )
 
     def withdraw(self, server: str, why: str) -> None:
         """Take the tools of `server` away (it stopped) and say so once."""
@@ -355,7 +362,7 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
             why = f"the MCP server {name!r} did not start: {observation.content}"
             connection.failures.append(f"{why}; the session goes on without it")
         return connection
-    states = getattr(observation, "servers", [])
+    states = observation.servers if isinstance(observation, McpListObservation) else []
     for state in states:
         connection.seconds[state.name] = state.seconds
         if state.error:
