@@ -8,7 +8,7 @@ here imports `workbench`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -111,6 +111,36 @@ class RestoreAction(_Model):
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
 
 
+class McpServerSpec(_Model):
+    """How to reach one MCP server: a command over stdio (`command`, `env`), or a URL
+    (streamable HTTP, with `headers`)."""
+
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Added to the server process's environment only (never to the agent's shell)."""
+    url: str = ""
+    headers: dict[str, str] = Field(default_factory=dict)
+    start_timeout: Seconds = 30.0
+    """How long starting it and listing its tools may take."""
+
+
+class McpListAction(_Model):
+    """Start the named MCP servers not running yet (inside the sandbox) and list their tools."""
+
+    kind: Literal["mcp_list"] = "mcp_list"
+    servers: dict[str, McpServerSpec]
+
+
+class McpCallAction(_Model):
+    """Call one tool of a running MCP server."""
+
+    kind: Literal["mcp_call"] = "mcp_call"
+    server: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    timeout: Seconds = 300.0
+
+
 Action = Annotated[
     CmdRunAction
     | SetEnvAction
@@ -118,7 +148,9 @@ Action = Annotated[
     | IPythonAction
     | BrowseAction
     | CheckpointAction
-    | RestoreAction,
+    | RestoreAction
+    | McpListAction
+    | McpCallAction,
     Field(discriminator="kind"),
 ]
 
@@ -203,6 +235,47 @@ class CheckpointObservation(_Model):
     seconds: float = 0.0
 
 
+class McpToolInfo(_Model):
+    """One tool an MCP server offers: its name, description and JSON schema of arguments."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+
+
+class McpServerState(_Model):
+    """One MCP server after `mcp_list`: its tools, or why it is not running."""
+
+    name: str
+    tools: list[McpToolInfo] = Field(default_factory=list)
+    error: str = ""
+    """Non-empty: the server did not start (or failed); the sentence says why."""
+    seconds: float = 0.0
+    """How long starting it and listing its tools took."""
+
+
+class McpListObservation(_Model):
+    """The MCP servers asked for, each with its tools or its failure."""
+
+    kind: Literal["mcp_list"] = "mcp_list"
+    servers: list[McpServerState] = Field(default_factory=list)
+    content: str = ""
+
+
+class McpCallObservation(_Model):
+    """What an MCP tool answered: its text, the images it returned (artifact names)."""
+
+    kind: Literal["mcp_call"] = "mcp_call"
+    server: str
+    tool: str
+    content: str
+    images: list[str] = Field(default_factory=list)
+    error: bool = False
+    """The tool reported an error (or the call failed)."""
+    server_failed: str = ""
+    """Non-empty: the server is gone (crashed, cut off); the sentence says what happened."""
+
+
 ErrorKind = Literal[
     "bad_action",  # the action could not be carried out as asked (bad path, bad argument ...)
     "unavailable",  # the executor for this action is missing here (no Chromium, ...)
@@ -227,6 +300,8 @@ Observation = Annotated[
     | IPythonObservation
     | BrowseObservation
     | CheckpointObservation
+    | McpListObservation
+    | McpCallObservation
     | ErrorObservation,
     Field(discriminator="kind"),
 ]
@@ -313,4 +388,6 @@ ACTION_TYPES: tuple[type[BaseModel], ...] = (
     BrowseAction,
     CheckpointAction,
     RestoreAction,
+    McpListAction,
+    McpCallAction,
 )

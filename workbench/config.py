@@ -323,7 +323,8 @@ def _explain(exc: ValidationError, sources: Mapping[str, str]) -> ConfigError:
         if error["type"] == "finite_number":  # NaN or infinity, which no setting takes
             name = "NaN" if "nan" in str(error["input"]).lower() else "infinity"
             message = f"{name} ({error['input']!r}) is not a number allowed here"
-        lines.append(f"{source}: {key}: {message}.{allowed} {_fix_hint(source)}")
+        where = ".".join(loc)  # inside a table of tables ([mcp.servers.NAME]): the whole path
+        lines.append(f"{source}: {where}: {message}.{allowed} {_fix_hint(source)}")
         first_source, first_key = first_source or source, first_key or key
     return ConfigError("\n".join(lines), source=first_source, key=first_key)
 

@@ -212,6 +212,7 @@ class Controller(EventHub):
         try:
             if task is not None:
                 self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
+            self._emit_notices()
             self._set_state("running")
             await self._loop()
         except _Stop as stop:

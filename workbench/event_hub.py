@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from sandbox.protocol import StreamEvent
 from sandbox.runtimes.base import Runtime, SandboxError
-from workbench.events import AgentState, Event, StateChangedEvent
+from workbench.events import AgentState, ErrorEvent, Event, StateChangedEvent
 from workbench.session_log import SessionLog, SessionLogWriteError
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,21 @@ class EventHub:
         """Set when the last stream event was a command's end (no output can trail it)."""
         self._settled.set()
         self._running = False
+        self._notices: list[tuple[str, str]] = []
+
+    def notice(self, kind: str, message: str) -> None:
+        """Say what went wrong beside the agent's work (an MCP server that stopped) as an
+        `ErrorEvent` of `kind`: at once during a run, else when the next run starts."""
+        if self._running:
+            self._emit(ErrorEvent(id=self._next_id(), error_kind=kind, message=message))
+        else:
+            self._notices.append((kind, message))
+
+    def _emit_notices(self) -> None:
+        """Emit the notices that came while no run was going on."""
+        notices, self._notices = self._notices, []
+        for kind, message in notices:
+            self._emit(ErrorEvent(id=self._next_id(), error_kind=kind, message=message))
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call `callback` with every event (after it is logged); returns an unsubscribe."""

@@ -80,6 +80,8 @@ class ToolResultObservation(_Frozen):
     tool: str
     content: str
     error: bool = False
+    images: list[str] = Field(default_factory=list)
+    """Images the tool returned, as sandbox artifact names (kept with the session)."""
 
 
 class ThinkObservation(_Frozen):

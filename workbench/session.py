@@ -51,6 +51,8 @@ def secrets_of(config: Config) -> list[str]:
         config.llm.api_key.get_secret_value(),
         config.sandbox.remote.api_key.get_secret_value(),
     ]
+    for server in config.mcp.servers.values():  # an MCP server's env and headers
+        values += [*server.env.values(), *server.headers.values()]
     return [v for v in values if v]
 
 
@@ -168,11 +170,15 @@ async def open_controller(
     confirm: ConfirmHook | None = None,
 ) -> Controller:
     """The controller of a session whose runtime has started: it offers the tools the
-    sandbox can run and records into `log`."""
+    sandbox can run, and those of the MCP servers it starts in the sandbox (a server that does
+    not start is reported when the run starts), and records into `log`."""
     from workbench.controller import Controller
+    from workbench.tools.mcp import connect_mcp
+    from workbench.tools.registry import REGISTRY
 
     info = await runtime.info()
-    return Controller(
+    mcp = await connect_mcp(config, runtime, REGISTRY)
+    controller = Controller(
         config,
         runtime,
         llm,
@@ -181,6 +187,8 @@ async def open_controller(
         workspace=info.workspace,
         executors=info.executors,
     )
+    mcp.attach(controller)
+    return controller
 
 
 def reopen(path: Path) -> LoadedSession:

@@ -5,6 +5,7 @@
 - `jupyter`: an IPython kernel through jupyter_client.
 - `browser`: BrowserGym driving Debian's Chromium (optional: missing Chromium is reported).
 - `checkpoints`: the workspace's checkpoints (`sandbox/checkpoints.py`; needs git).
+- `mcp`: MCP servers started inside the sandbox, and calls to their tools (needs `mcp`).
 Importing a module registers it; heavy imports happen when the executor is first built.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-BUILTIN = ("bash", "files", "jupyter", "browser", "checkpoints")
+BUILTIN = ("bash", "files", "jupyter", "browser", "checkpoints", "mcp")
 
 
 def load_builtin_executors() -> None:

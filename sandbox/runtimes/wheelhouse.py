@@ -32,10 +32,13 @@ SANDBOX_REQUIREMENTS: tuple[str, ...] = (
     "jupyter_client",
     "ipykernel",
     "charset_normalizer",
+    "mcp",
 )
 """What `python -m sandbox serve` needs at run time: not aiohttp (only the client side, in the
 app, uses it), and not the browser stack (the browser executor stays host-only).
-`charset_normalizer` is the editor's encoding detector, imported on the first non-UTF-8 file."""
+`charset_normalizer` is the editor's encoding detector, imported on the first non-UTF-8 file;
+`mcp` the SDK the MCP executor starts servers with (and the Python an MCP server written with
+it runs on: `/opt/sandbox/bin/python`)."""
 
 SANDBOX_DIST = "workbench-sandbox"
 LOCAL_WHEELS_ENV = "WORKBENCH_WHEELS"

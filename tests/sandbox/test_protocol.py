@@ -23,6 +23,13 @@ from sandbox.protocol import (
     FileEntry,
     IPythonAction,
     IPythonObservation,
+    McpCallAction,
+    McpCallObservation,
+    McpListAction,
+    McpListObservation,
+    McpServerSpec,
+    McpServerState,
+    McpToolInfo,
     OutputChunk,
     RestoreAction,
     ServerInfo,
@@ -46,6 +53,13 @@ ACTIONS: list[pydantic.BaseModel] = [
     BrowseAction(action='goto("http://127.0.0.1:8000")'),
     CheckpointAction(label="3", max_file_bytes=1000, ignore=["node_modules/"]),
     RestoreAction(commit="0123456789abcdef0123456789abcdef01234567"),
+    McpListAction(
+        servers={
+            "fs": McpServerSpec(command=["npx", "server-fs", "/w"], env={"TOKEN": "x"}),
+            "web": McpServerSpec(url="http://127.0.0.1:9/mcp", headers={"Authorization": "B"}),
+        }
+    ),
+    McpCallAction(server="fs", tool="read", arguments={"path": "/w/a", "n": [1, {"x": None}]}),
 ]
 OBSERVATIONS: list[pydantic.BaseModel] = [
     CmdOutputObservation(command="ls", content="a\nb\n", exit_code=0, cwd="/w"),
@@ -60,6 +74,21 @@ OBSERVATIONS: list[pydantic.BaseModel] = [
         commit="a" * 40, added=["n"], changed=["c"], deleted=["d"], skipped=["big"], seconds=0.01
     ),
     ErrorObservation(error_kind="unavailable", content="No 'browse' here: no Chromium"),
+    McpListObservation(
+        servers=[
+            McpServerState(
+                name="fs",
+                tools=[
+                    McpToolInfo(name="read", description="Read", input_schema={"type": "object"})
+                ],
+                seconds=0.5,
+            ),
+            McpServerState(name="web", error="did not start: refused"),
+        ],
+        content="1 running",
+    ),
+    McpCallObservation(server="fs", tool="read", content="hi", images=["mcp-001-ab.png"]),
+    McpCallObservation(server="fs", tool="x", content="gone", error=True, server_failed="gone"),
 ]
 EVENTS: list[pydantic.BaseModel] = [
     OutputChunk(seq=1, command="ls", data="a\r\nb\x1b[0m\n"),
@@ -96,6 +125,7 @@ def test_server_info_and_file_entry_round_trip() -> None:
 def test_every_model_is_covered() -> None:
     """A model added to protocol.py must get a round trip here."""
     covered = {type(m) for m in ACTIONS + OBSERVATIONS + EVENTS} | {ServerInfo, FileEntry}
+    covered |= {McpServerSpec, McpServerState, McpToolInfo}  # inside the ones above
     defined = {
         obj
         for _, obj in inspect.getmembers(protocol, inspect.isclass)

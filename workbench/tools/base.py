@@ -95,6 +95,8 @@ class Tool(Generic[A, Obs]):
     """Its line under "Your tools" in the system prompt."""
     rule_kind: str = ""
     """The `kind:` prefix of the allow and deny rules for its actions (default: its name)."""
+    shares_rule_kind: bool = False
+    """Whether other tools may use the same `rule_kind` (every MCP tool matches `mcp:`)."""
     rule_text_is_shell: bool = False
     """Whether the text rules match is a shell line, judged command by command."""
     executor: str | None = None

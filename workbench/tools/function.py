@@ -72,16 +72,21 @@ class FunctionTool(Tool[ToolCallAction, ToolResultObservation]):
         return ToolResultObservation(tool=self.name, content=str(text))
 
     def observation_text(self, observation: ToolResultObservation) -> str:
-        """The tool's answer (errors marked as such)."""
+        """The tool's answer (errors marked as such), and the images it saved."""
+        saved = "".join(f"\n[image saved: {name}]" for name in observation.images)
         if observation.error:
-            return f"ERROR: {observation.content}"
-        return observation.content or "[no output]"
+            return f"ERROR: {observation.content}{saved}"
+        return (observation.content + saved).strip("\n") or "[no output]"
+
+    def files(self, observation: ToolResultObservation) -> list[str]:
+        """The images the tool returned."""
+        return list(observation.images)
 
     def failed(self, observation: ToolResultObservation) -> bool:
         """The call failed."""
         return observation.error
 
-    def rule_subject(self, action: ToolCallAction) -> RuleSubject:
+    def rule_subject(self, action: ToolCallAction) -> RuleSubject | None:
         """`NAME:` rules match the arguments as sorted JSON."""
         return RuleSubject(
             self.rule_kind or self.name, json.dumps(action.arguments, sort_keys=True)
@@ -90,6 +95,8 @@ class FunctionTool(Tool[ToolCallAction, ToolResultObservation]):
     def observation_cell(self, key: str, observation: ToolResultObservation) -> Cell:
         """The answer; an error cell when the call failed."""
         text = observation.content
+        if observation.images:
+            text += "".join(f"\n[image saved: {name}]" for name in observation.images)
         if observation.error:
             return Cell(key, "error", "✗", first_line(text) or "failed", text, "text")
         return Cell(key, "observation", "✓", first_line(text) or "(no output)", text, "text")

@@ -15,6 +15,7 @@ from workbench.tools.editor import EditorTool
 from workbench.tools.finish import FinishTool
 from workbench.tools.function import UnregisteredTool
 from workbench.tools.ipython import IPythonTool
+from workbench.tools.mcp import MCP_CATALOG
 from workbench.tools.results import SharedResults
 from workbench.tools.set_env import SetEnvTool
 from workbench.tools.think import ThinkTool
@@ -44,7 +45,10 @@ class ToolRegistry:
         if tool.name and tool.name in self._by_name:
             raise ValueError(f"a tool named {tool.name!r} is registered already")
         rule_kind = tool.rule_kind or tool.name
-        if rule_kind and rule_kind in self.rule_kinds():
+        shared = tool.shares_rule_kind and all(
+            t.shares_rule_kind for t in self._tools if (t.rule_kind or t.name) == rule_kind
+        )
+        if rule_kind and rule_kind in self.rule_kinds() and not shared:
             raise ValueError(f"allow and deny rules say {rule_kind!r} for another tool already")
         kinds = [kind for kind in tool.action_kinds if kind not in _RUN_TIME_KINDS]
         taken = [kind for kind in kinds if kind in self._by_kind]
@@ -135,6 +139,7 @@ def builtin_tools() -> list[AnyTool]:
         EditorTool(),
         IPythonTool(),
         BrowserTool(),
+        MCP_CATALOG,
         SetEnvTool(),
         ThinkTool(),
         FinishTool(),

@@ -34,6 +34,7 @@ from workbench.events import (
     MessageEvent,
     ObservationEvent,
     StateChangedEvent,
+    ToolResultObservation,
 )
 from workbench.tools.registry import REGISTRY
 from workbench.tui import themes as theme_files
@@ -215,6 +216,10 @@ class WorkbenchApp(App[int]):
             raise FileNotFoundError(name)
         return await self.backend.load_artifact(name)
 
+    async def _draw_result_image(self, key: str, name: str) -> None:
+        data = await self.load_artifact(name)
+        self.query_one(ConversationView).show_image(key, data)
+
     def _start_backend(self) -> None:
         if self.backend is not None:
             self._background(self.backend.start(), "backend")
@@ -300,6 +305,11 @@ class WorkbenchApp(App[int]):
             pane = self._tool_pane(REGISTRY.for_observation(event.observation).pane)
             if pane is not None:
                 pane.show_observation(event)
+            observation = event.observation
+            if isinstance(observation, ToolResultObservation) and observation.images:
+                # An MCP tool's picture, drawn in its result's cell once fetched.
+                work = self._draw_result_image(f"e{event.id}", observation.images[0])
+                self._background(work, "image")
         elif isinstance(event, ConfirmationRequestEvent):
             pane = self._pane_of(self.actions.get(event.cause))
             if pane is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from typing import ClassVar
@@ -30,6 +31,13 @@ class ConversationView(CellList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "conversation"
+
+    def show_image(self, key: str, data: bytes) -> None:
+        """Draw `data` (a PNG or JPEG) below the body of the cell `key` (a tool's result)."""
+        for index, cell in enumerate(self.cells):
+            if cell.key == key:
+                self.replace_cell(index, dataclasses.replace(cell, image=data))
+                return
 
     def show_waiting_task(self, task: str) -> None:
         """Say that `task` starts once start-up is done ("" goes back to the usual hint)."""

@@ -1,0 +1,218 @@
+"""MCP servers started by the sandbox server, inside the sandbox: a real server written with the
+SDK's `MCPServer` (tests/mcp_servers/demo_server.py), over stdio and streamable HTTP, on the
+local runtime (bubblewrap where it works) and the Docker runtime."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from docker_support import MakeRuntime, docker_api, make_runtime, sandbox_image
+
+from sandbox.protocol import (
+    CmdOutputObservation,
+    CmdRunAction,
+    McpCallAction,
+    McpCallObservation,
+    McpListAction,
+    McpListObservation,
+    McpServerSpec,
+)
+from sandbox.runtimes.base import Runtime
+from sandbox.runtimes.local import LocalRuntime
+
+__all__ = ["docker_api", "make_runtime", "sandbox_image"]  # fixtures, used by name
+
+DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
+SECRET = "mcp-secret-" + os.urandom(6).hex()
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def demo_spec(python: str, script: str) -> McpServerSpec:
+    return McpServerSpec(command=[python, script], env={"DEMO_TOKEN": SECRET})
+
+
+async def list_servers(runtime: Runtime, **specs: McpServerSpec) -> McpListObservation:
+    obs = await runtime.execute(McpListAction(servers=specs))
+    assert isinstance(obs, McpListObservation), obs
+    return obs
+
+
+async def call(runtime: Runtime, tool: str, **arguments: object) -> McpCallObservation:
+    obs = await runtime.execute(McpCallAction(server="demo", tool=tool, arguments=arguments))
+    assert isinstance(obs, McpCallObservation), obs
+    return obs
+
+
+async def sh(runtime: Runtime, command: str) -> str:
+    obs = await runtime.execute(CmdRunAction(command=command, timeout=60))
+    assert isinstance(obs, CmdOutputObservation), obs
+    return obs.content.strip()
+
+
+def demo_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if not cmdline or "--http" in cmdline or Path(cmdline[0]).name == "bwrap":
+            continue  # (the nested bubblewrap that starts it names it too)
+        if any(part.endswith("demo_server.py") for part in cmdline):
+            found.append(proc)
+    return found
+
+
+@pytest.fixture
+async def local(tmp_path: Path) -> AsyncIterator[LocalRuntime]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    runtime = LocalRuntime(workspace, disable=["browser", "jupyter"], warm_up=False)
+    await runtime.start()
+    yield runtime
+    await runtime.close()
+
+
+async def test_tools_listed_called_and_a_raising_tool_is_an_error_result(
+    local: LocalRuntime,
+) -> None:
+    started = await list_servers(
+        local,
+        demo=demo_spec(sys.executable, str(DEMO)),
+        broken=McpServerSpec(command=["/nonexistent/mcp-server"]),
+    )
+    by_name = {state.name: state for state in started.servers}
+    tools = {tool.name: tool for tool in by_name["demo"].tools}
+    assert {"add", "boom", "whoami", "picture", "die"} <= set(tools)
+    assert tools["add"].input_schema["properties"]["a"]["type"] == "integer"
+    assert by_name["demo"].error == ""
+    assert "did not start" in by_name["broken"].error and "/nonexistent" in by_name["broken"].error
+
+    assert (await call(local, "add", a=2, b=3)).content == "5"
+    failed = await call(local, "boom", why="on purpose")
+    assert failed.error and not failed.server_failed
+    assert (await call(local, "add", a=1, b=1)).content == "2"  # the server goes on
+
+    picture = await call(local, "picture")
+    assert picture.content == "a red square" and len(picture.images) == 1
+    assert (await local.download(picture.images[0])).startswith(PNG_MAGIC)
+
+
+async def test_the_server_runs_inside_the_sandbox_apart_from_the_agent(
+    local: LocalRuntime,
+) -> None:
+    await list_servers(local, demo=demo_spec(sys.executable, str(DEMO)))
+    seen = json.loads((await call(local, "whoami")).content)
+    assert seen["cwd"] == str(local.workspace)
+    assert seen["session"] == local.session_id  # so a killed server's leftovers are found
+    (proc,) = [p for p in demo_processes() if local.pid in {a.pid for a in p.parents()}]
+    assert proc.cwd() == str(local.workspace)
+    # Its environment has its own variable; the agent's shell has not, and (isolated) cannot
+    # see the server's process at all.
+    assert (await call(local, "secret_seen", name="DEMO_TOKEN")).content == SECRET
+    assert await sh(local, 'echo "[${DEMO_TOKEN:-}]"') == "[]"
+    if local.isolation == "bwrap":
+        mine = os.readlink("/proc/self/ns/pid")
+        shell = await sh(local, "readlink /proc/self/ns/pid")
+        assert seen["pidns"] not in (mine, shell)
+        hunt = "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c mcp-secret"
+        assert await sh(local, hunt) == "0"
+    await local.close()
+    assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_a_server_that_dies_is_reported_once_and_forgotten(local: LocalRuntime) -> None:
+    await list_servers(local, demo=demo_spec(sys.executable, str(DEMO)))
+    died = await call(local, "die")
+    assert died.error and "stopped" in died.server_failed
+    assert "dying on request" in died.server_failed  # the end of its stderr
+    again = await call(local, "add", a=1, b=2)
+    assert again.error and "not running" in again.content
+    # Listing again starts it afresh.
+    restarted = await list_servers(local, demo=demo_spec(sys.executable, str(DEMO)))
+    assert restarted.servers[0].tools
+    assert (await call(local, "add", a=1, b=2)).content == "3"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(DEMO), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("the streamable-HTTP demo server did not start")
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.kill()
+    proc.wait()
+
+
+async def test_a_streamable_http_server_is_reached_from_the_sandbox(
+    local: LocalRuntime, http_server: str
+) -> None:
+    started = await list_servers(
+        local, demo=McpServerSpec(url=http_server, headers={"X-Demo": "1"})
+    )
+    assert "add" in {tool.name for tool in started.servers[0].tools}, started
+    assert (await call(local, "add", a=20, b=22)).content == "42"
+
+
+@pytest.mark.docker
+async def test_the_server_runs_in_the_container_as_the_agent(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    shutil.copy(DEMO, workspace / "demo_server.py")
+    runtime = await make_runtime(workspace=workspace, user_id=1234)
+    python = "/opt/sandbox/bin/python"
+    started = await list_servers(runtime, demo=demo_spec(python, "/workspace/demo_server.py"))
+    assert started.servers[0].error == "", started.servers[0].error
+    assert (await call(runtime, "add", a=2, b=3)).content == "5"
+    assert (await call(runtime, "boom", why="x")).error
+    seen = json.loads((await call(runtime, "whoami")).content)
+    server = (await runtime.info()).pid
+    assert seen["uid"] == 1234 and seen["cwd"] == "/workspace"
+    assert seen["ppid"] == server  # started by the sandbox server, in the container
+    assert await sh(runtime, 'echo "[${DEMO_TOKEN:-}]"') == "[]"
+    picture = await call(runtime, "picture")
+    assert (await runtime.download(picture.images[0])).startswith(PNG_MAGIC)
+
+
+async def test_a_killed_sandbox_server_leaves_no_mcp_server_behind(tmp_path: Path) -> None:
+    """The SDK starts the server in a session of its own; with no isolation nothing else
+    ties it to the sandbox than the session marker the runtime sweeps by."""
+    (tmp_path / "ws").mkdir()
+    runtime = LocalRuntime(tmp_path / "ws", isolation="none", disable=["browser", "jupyter"])
+    await runtime.start()
+    try:
+        await list_servers(runtime, demo=demo_spec(sys.executable, str(DEMO)))
+        assert runtime.pid is not None
+        (proc,) = [p for p in demo_processes() if runtime.pid in {a.pid for a in p.parents()}]
+        os.kill(runtime.pid, 9)
+    finally:
+        await runtime.close()
+    assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
