@@ -114,7 +114,10 @@ class CellList(ScrollView, can_focus=True):
 
     def replace_cell(self, index: int, cell: Cell) -> None:
         """Put `cell` in place of the cell at `index` (e.g. an output that grew)."""
-        self._bodies.pop(self.cells[index].key, None)
+        old = self.cells[index].key
+        self._bodies.pop(old, None)
+        for key in [key for key in self._headers if key[0] in (old, cell.key)]:
+            del self._headers[key]
         self.cells[index] = cell
         self._update_height(index)
 
@@ -124,6 +127,7 @@ class CellList(ScrollView, can_focus=True):
         self._heights.clear()
         self._starts.clear()
         self._bodies.clear()
+        self._headers.clear()  # keys (e1, e2 ...) repeat from one session to the next
         self._total = 0
         self.cursor = -1
         self.follow = True
@@ -406,7 +410,10 @@ class CellList(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         """A click selects a cell; a click on its title row expands it."""
-        row = round(self.scroll_y) + event.y
+        offset = event.get_content_offset(self)  # event.y counts the border's row too
+        if offset is None:
+            return
+        row = round(self.scroll_y) + offset.y
         if 0 <= row < self._total:
             index = self._row_to_index(row)
             on_title = self._starts[index] == row

