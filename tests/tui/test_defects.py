@@ -77,3 +77,50 @@ async def test_a_click_on_a_cell_toggles_that_cell(
         assert view.cursor == index
         assert view.cells[index].expanded
         assert not any(cell.expanded for i, cell in enumerate(view.cells) if i != index)
+
+
+async def test_f6_and_f7_act_while_the_input_box_has_the_focus(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 9: the input box has the focus by default; F6 and F7 must still act."""
+    from workbench.tui.widgets.prompt import PromptInput
+
+    app = app_factory()
+    async with app.run_test(size=(200, 60)) as pilot:
+        prompt = app.query_one(PromptInput)
+        assert prompt.has_focus
+        size = app.tools_size
+        await pilot.press("f7")
+        await pilot.pause()
+        assert app.tools_size == size - 5
+        await pilot.press("f8")
+        assert app.tools_size == size
+        await pilot.press("f6")
+        await pilot.pause()
+        assert app.screen.maximized is not None
+        await pilot.press("f6")
+        await pilot.pause()
+        assert app.screen.maximized is None
+
+
+async def test_ctrl_j_in_a_burst_of_keys_lands_where_it_was_typed(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 10: keys that arrive together (as a fast typist's or a terminal's burst) are
+    handled in order: ctrl+j makes its line break where it was pressed."""
+    from textual import events
+
+    from workbench.tui.widgets.prompt import PromptInput
+
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        prompt = app.query_one(PromptInput)
+        keys = [*"first", "ctrl+j", *"second", "ctrl+j", *"third"]
+        for key in keys:  # all queued before any is handled
+            char = key if len(key) == 1 else ("\n" if key == "ctrl+j" else None)
+            app.post_message(events.Key(key, char))
+        await pilot.pause()
+        await pilot.pause()
+        assert prompt.text == "first\nsecond\nthird"
+        await pilot.press("ctrl+j", "x", "shift+enter", "y")
+        assert prompt.text == "first\nsecond\nthird\nx\ny"

@@ -97,9 +97,10 @@ class WorkbenchApp(App[int]):
         Binding("f3", "show_pane('shell')", "Shell", show=False),
         Binding("f4", "show_pane('jupyter')", "Jupyter", show=False),
         Binding("f5", "show_pane('browser')", "Browser", show=False),
-        Binding("f6", "maximize_pane", "Max", show=False),
-        Binding("f7", "resize_tools(-5)", "Narrower", show=False),
-        Binding("f8", "resize_tools(5)", "Wider", show=False),
+        # Priority: the input box (a TextArea, focused by default) binds F6 and F7 itself.
+        Binding("f6", "maximize_pane", "Max", show=False, priority=True),
+        Binding("f7", "resize_tools(-5)", "Narrower", show=False, priority=True),
+        Binding("f8", "resize_tools(5)", "Wider", show=False, priority=True),
         Binding("f9", "toggle_pause", "Pause"),
         Binding("f10", "stop", "Stop"),
         Binding("ctrl+n", "new_session", "New", show=False),
