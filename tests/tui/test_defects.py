@@ -11,10 +11,8 @@ from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import (
     ActionEvent,
     Event,
-    LLMCallEvent,
     MessageEvent,
     ObservationEvent,
-    StateChangedEvent,
 )
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.conversation import ConversationView
@@ -124,3 +122,55 @@ async def test_ctrl_j_in_a_burst_of_keys_lands_where_it_was_typed(
         assert prompt.text == "first\nsecond\nthird"
         await pilot.press("ctrl+j", "x", "shift+enter", "y")
         assert prompt.text == "first\nsecond\nthird\nx\ny"
+
+
+def _drawn(lines: list[str]) -> tuple[int, int]:
+    """Columns x rows of half-cell blocks among `lines`."""
+    rows = [line.count("▀") for line in lines if "▀" in line]
+    return (max(rows) if rows else 0), len(rows)
+
+
+async def test_images_keep_their_aspect_ratio_at_every_size(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 7: a 320x200 chart was drawn 60 columns x 6 rows whatever the room. A cell is
+    about twice as tall as wide, so columns / (2 x rows) must stay near 320 / 200."""
+    from conftest import MemoryArtifacts, png
+
+    from sandbox.protocol import IPythonAction, IPythonObservation
+    from workbench.tui.widgets.browser import BrowserPane
+    from workbench.tui.widgets.jupyter import JupyterPane
+
+    chart = png(320, 200)
+    sizes: dict[tuple[int, int], tuple[int, int]] = {}
+    for size in ((80, 24), (200, 60)):
+        app = app_factory()
+        async with app.run_test(size=size) as pilot:
+            jupyter = app.query_one(JupyterPane)
+            jupyter.loader = MemoryArtifacts({"chart.png": chart}).load
+            app.feed_event(
+                ActionEvent(
+                    id=1,
+                    tool_name="execute_ipython_cell",
+                    tool_call_id="c1",
+                    action=IPythonAction(code="plot()"),
+                )
+            )
+            obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
+            app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
+            await pilot.pause(0.2)
+            image = next(cell for cell in jupyter.cells if cell.image is not None)
+            columns, rows = _drawn([strip.text for strip in jupyter._body(image)])
+            assert rows > 6 and abs(columns / (2 * rows) - 1.6) < 0.15, (size, columns, rows)
+            sizes[size] = (columns, rows)
+
+            browser = app.query_one(BrowserPane)
+            app.action_show_pane("browser")
+            await browser.set_screenshot(chart)
+            await pilot.pause(0.1)
+            shot = browser.query_one("#browser-shot")
+            lines = [shot.render_line(y).text for y in range(shot.size.height)]
+            columns, rows = _drawn(lines)
+            assert rows >= 4 and abs(columns / (2 * rows) - 1.6) < 0.2, (size, columns, rows)
+            assert columns <= shot.size.width and rows <= shot.size.height
+    assert sizes[(200, 60)][0] > sizes[(80, 24)][0]  # more room, a larger picture
