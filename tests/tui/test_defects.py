@@ -174,3 +174,45 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
             assert rows >= 4 and abs(columns / (2 * rows) - 1.6) < 0.2, (size, columns, rows)
             assert columns <= shot.size.width and rows <= shot.size.height
     assert sizes[(200, 60)][0] > sizes[(80, 24)][0]  # more room, a larger picture
+
+
+async def test_the_step_counter_never_passes_its_limit_and_says_how_to_go_on(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 11 (and friction 6): the limit is per run; a message after the limit starts a
+    new run, so the bar counts that run's steps (`step 200/100` was the whole session's). At
+    the limit the conversation says that a message goes on and how to raise the limit."""
+    from workbench.events import LLMCallEvent, StateChangedEvent
+    from workbench.tui.widgets.status import StatusBar
+
+    def call(id: int) -> LLMCallEvent:
+        return LLMCallEvent(
+            id=id, model="m", prompt_tokens=1, completion_tokens=1, cost=0.0, latency_ms=1.0
+        )
+
+    limit = StateChangedEvent(
+        id=4, state="stopped", reason="max_iterations: reached the limit of 2 steps"
+    )
+    first_run: list[Event] = [StateChangedEvent(id=1, state="running"), call(2), call(3), limit]
+    app = app_factory()
+    async with app.run_test(size=(120, 30)) as pilot:
+        status = app.query_one(StatusBar)
+        status.set(max_steps=2)
+        for event in first_run:
+            app.feed_event(event)
+        await pilot.pause()
+        assert " step 2/2 " in status.render().plain
+        view = app.query_one(ConversationView)
+        text = "\n".join(_rows(view))
+        assert "send a message to go on" in text
+        assert "max_iterations" in text and "--max-iterations" in text
+        app.feed_event(MessageEvent(id=5, source="user", text="go on"))
+        app.feed_event(StateChangedEvent(id=6, state="running"))
+        app.feed_event(call(7))
+        await pilot.pause()
+        assert " step 1/2 " in status.render().plain and status.data.steps == 3
+        # A saved session loaded whole counts its last run the same way.
+        app.action_new_session()
+        app.load_events([*first_run, StateChangedEvent(id=6, state="running"), call(7)])
+        await pilot.pause()
+        assert " step 1/2 " in status.render().plain
