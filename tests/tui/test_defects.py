@@ -6,6 +6,8 @@ focus and what it carried into a new session."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import (
@@ -216,3 +218,151 @@ async def test_the_step_counter_never_passes_its_limit_and_says_how_to_go_on(
         app.load_events([*first_run, StateChangedEvent(id=6, state="running"), call(7)])
         await pilot.pause()
         assert " step 1/2 " in status.render().plain
+
+
+async def test_tab_reaches_the_shell_input_not_its_output_and_ctrl_n_clears_the_shell(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 13: Tab stopped on the shell's output view, where typed text went nowhere (an
+    answer to a `read` prompt was lost); after Ctrl-N the header still showed the last
+    session's command."""
+    from textual.widgets import Input, Static
+
+    from workbench.tui.widgets.shell import ShellPane
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        shell = app.query_one(ShellPane)
+        seen = []
+        for _ in range(8):
+            await pilot.press("tab")
+            seen.append(app.focused)
+        in_shell = [widget for widget in seen if widget is not None and shell in widget.ancestors]
+        assert in_shell and all(isinstance(widget, Input) for widget in in_shell), seen
+
+        for event in _session("a task", "cd /tmp && echo old-session-output"):
+            app.feed_event(event)
+        await pilot.pause(0.1)
+        header = shell.query_one("#shell-header", Static)
+        assert "old-session" in str(header.render())
+        app.action_new_session()
+        await pilot.pause(0.1)
+        assert "old-session" not in str(header.render())
+        assert "old-session" not in shell.output.text()
+
+
+async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Friction 12: a long line was cut at the pane's edge; `[No new output ...]`, a note
+    meant for the model, was printed among the output instead of a state in the header."""
+    from textual.widgets import Static
+
+    from workbench.tui.widgets.shell import ShellPane
+
+    long_line = " ".join(f"word{n:03d}" for n in range(60))  # ~480 characters
+    for size in ((80, 24), (200, 60)):
+        app = app_factory()
+        async with app.run_test(size=size) as pilot:
+            shell = app.query_one(ShellPane)
+            app.feed_event(
+                ActionEvent(
+                    id=1,
+                    tool_name="execute_bash",
+                    tool_call_id="c1",
+                    action=CmdRunAction(command="python long.py"),
+                )
+            )
+            shell.output.append(long_line + "\n")
+            await pilot.pause(0.1)
+            view = shell.output
+            width = view.scrollable_content_region.width
+            rendered = [view.render_line(y).text.rstrip() for y in range(view.size.height)]
+            rows = [row for row in rendered if row]
+            assert rows[-1].endswith("word059"), rows  # the end of the line is in view
+            assert all(len(row) <= width for row in rows)
+            if view.row_count <= view.size.height:  # all of it fits: every character shown
+                assert "".join(rows[1:]) == long_line, rows
+            obs = CmdOutputObservation(
+                command="python long.py",
+                content="",
+                exit_code=-1,
+                running=True,
+                cwd="/ws",
+                note="No new output for 10 s; the command is still running. To continue, ...",
+            )
+            app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
+            await pilot.pause(0.1)
+            assert "No new output" not in view.text()
+            header = str(shell.query_one("#shell-header", Static).render())
+            assert "still running" in header and "/ws" in header
+
+
+async def test_a_new_session_starts_in_a_fresh_shell(tmp_path: Path) -> None:
+    """Defect 13: after Ctrl-N the shell's folder (and whatever else the shell held) carried
+    over into the new session."""
+    import time
+
+    from workbench.config import load_config
+    from workbench.session_log import read
+    from workbench.testing.llm_server import ScriptedLLMServer
+    from workbench.tui.app import create_app
+    from workbench.tui.bridge import ControllerBackend
+    from workbench.tui.widgets.prompt import PromptInput
+    from workbench.tui.widgets.status import StatusBar
+
+    def bash(command: str) -> dict[str, Any]:
+        call = {"name": "execute_bash", "arguments": {"command": command, "security_risk": "LOW"}}
+        return {"tool_calls": [call]}
+
+    finish = {"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]}
+    script = [bash("cd /tmp && export LEFT=over"), finish, bash("pwd; echo left=$LEFT"), finish]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "cfg").mkdir()
+    with ScriptedLLMServer(script) as server:
+        env = {
+            **server.llm_env(),
+            "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
+            "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
+            "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+            "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+        }
+        config = load_config(env=env, overrides={"sandbox.workspace": str(workspace)})
+        backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+        app = create_app(
+            config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path
+        )
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.query_one(StatusBar)
+
+            async def until(check: Callable[[], bool], what: str) -> None:
+                deadline = time.monotonic() + 60
+                while not check():
+                    assert time.monotonic() < deadline, f"timed out waiting for {what}"
+                    await pilot.pause(0.05)
+
+            app.query_one(PromptInput).focus()
+            await pilot.press(*"first", "enter")
+            await until(lambda: status.data.state == "finished", "the first task")
+            first_log = backend.current_log()
+            await pilot.press("ctrl+n")
+            await until(lambda: backend.session is None, "the new session")
+            await pilot.press(*"second", "enter")
+            await until(
+                lambda: (
+                    backend.current_log() not in (None, first_log)
+                    and status.data.state == "finished"
+                ),
+                "the second task",
+            )
+            log = backend.current_log()
+            assert log is not None
+            await app.action_quit()
+    outputs = [
+        event.observation.content
+        for event in read(log).events
+        if isinstance(event, ObservationEvent)
+        and isinstance(event.observation, CmdOutputObservation)
+    ]
+    assert outputs == [f"{workspace}\nleft=\n"], outputs

@@ -553,7 +553,7 @@ class WorkbenchApp(App[int]):
         self._leave_saved()
         self.query_one(ConversationView).clear()
         self.query_one(JupyterPane).clear()
-        self.query_one(ShellPane).output.clear()
+        self.query_one(ShellPane).reset()
         self.actions.clear()
         status = self.query_one(StatusBar)
         status.set(
