@@ -366,3 +366,75 @@ async def test_a_new_session_starts_in_a_fresh_shell(tmp_path: Path) -> None:
         and isinstance(event.observation, CmdOutputObservation)
     ]
     assert outputs == [f"{workspace}\nleft=\n"], outputs
+
+
+async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_path: Path) -> None:
+    """Defect 8: a reopened session's Jupyter image and browser screenshot were asked of the
+    sandbox, which is gone (HTTP 404), and the browser pane showed its URL over a blank pane."""
+    from conftest import make_config, png
+
+    from sandbox.protocol import BrowseAction, BrowseObservation, IPythonAction, IPythonObservation
+    from workbench.session_log import SessionLog, make_header
+    from workbench.testing.fake_backend import FakeBackend
+    from workbench.tui.app import create_app
+    from workbench.tui.widgets.browser import BrowserPane
+    from workbench.tui.widgets.jupyter import JupyterPane
+
+    sid = "20260301-101500-abc123"
+    log = SessionLog.create(tmp_path / "s", make_header(sid, str(tmp_path), "openai/m"))
+    url = "http://127.0.0.1:8000/"
+    for event in (
+        MessageEvent(id=1, source="user", text="chart and page"),
+        ActionEvent(
+            id=2, tool_name="execute_ipython_cell", tool_call_id="c1", action=IPythonAction(code="p")
+        ),
+        ObservationEvent(
+            id=3,
+            cause=2,
+            tool_call_id="c1",
+            observation=IPythonObservation(code="p", content="", images=["ipython-1.png"]),
+        ),
+        ActionEvent(
+            id=4,
+            tool_name="browser",
+            tool_call_id="c2",
+            action=BrowseAction(action=f'goto("{url}")'),
+        ),
+        ObservationEvent(
+            id=5,
+            cause=4,
+            tool_call_id="c2",
+            observation=BrowseObservation(
+                action=f'goto("{url}")', url=url, title="Demo", screenshot="shot-1.png"
+            ),
+        ),
+    ):
+        log.append(event)
+    log.close()
+    files = tmp_path / "s" / f"{sid}.files"
+    files.mkdir()
+    (files / "ipython-1.png").write_bytes(png(64, 40))
+    (files / "shot-1.png").write_bytes(png(160, 100))
+    for task in ("", "go on"):  # Ctrl-O; `--resume ID -t TASK`, which continues it at once
+        backend = FakeBackend()  # the sandbox that made them is gone: it has none of them
+        app = create_app(
+            make_config(), backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path
+        )
+        app.initial_session, app.initial_task = (log.path, task) if task else (None, "")
+        async with app.run_test(size=(160, 48)) as pilot:
+            if not task:
+                app.open_session_file(log.path)
+            await pilot.pause(0.3)
+            assert [text for _, text, _ in backend.continued] == ([task] if task else [])
+            jupyter = app.query_one(JupyterPane)
+            images = [cell for cell in jupyter.cells if cell.key.startswith("i")]
+            assert images and images[0].image is not None, [c.title for c in jupyter.cells]
+            app.action_show_pane("browser")
+            await pilot.pause(0.3)
+            browser = app.query_one(BrowserPane)
+            shots = browser.query("#browser-shot")
+            assert shots, "no screenshot drawn"
+            shot = shots.first()
+            assert shot.size.height > 0 and shot.display
+            assert any("▀" in shot.render_line(y).text for y in range(shot.size.height))
+            await app.action_quit()
