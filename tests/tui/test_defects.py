@@ -386,7 +386,10 @@ async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_pat
     for event in (
         MessageEvent(id=1, source="user", text="chart and page"),
         ActionEvent(
-            id=2, tool_name="execute_ipython_cell", tool_call_id="c1", action=IPythonAction(code="p")
+            id=2,
+            tool_name="execute_ipython_cell",
+            tool_call_id="c1",
+            action=IPythonAction(code="p"),
         ),
         ObservationEvent(
             id=3,
