@@ -304,7 +304,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else USAGE_EXIT
+        code = exc.code if isinstance(exc.code, int) else USAGE_EXIT
+        try:
+            return _flushed(code)  # `workbench --help | head`: the help may meet a closed pipe
+        except BrokenPipeError:
+            _silence_stdout()
+            return code
     except KeyboardInterrupt:
         return exit_codes.INTERRUPTED
 

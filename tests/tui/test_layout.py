@@ -38,8 +38,8 @@ def _ask(app: WorkbenchApp, id: int, command: str) -> None:
 
 def _visible(app: WorkbenchApp) -> list[str]:
     view = app.query_one(ShellPane).output
-    top, height = round(view.scroll_y), view.scrollable_content_region.height
-    return view.lines[top : top + height]
+    height = view.scrollable_content_region.height
+    return [view.render_line(y).text.rstrip() for y in range(height)]
 
 
 async def test_the_newest_shell_line_stays_in_view(

@@ -69,6 +69,8 @@ NARROW_WIDTH = 110
 BACKEND_START_DELAY_S = 0.25
 """The backend starts this long after the first paint, once the footer has composed its keys
 (it does so a few times as focus and bindings settle)."""
+_RUN_STARTS_FROM = frozenset({"idle", *ENDED_STATES})
+"""A `running` state after one of these starts a new run (its steps counted from 0)."""
 RECENT_EVENTS = 300
 """A loaded session fills the tool panes from its last this-many events (all are in the
 conversation)."""
@@ -99,9 +101,10 @@ class WorkbenchApp(App[int]):
         Binding("f3", "show_pane('shell')", "Shell", show=False),
         Binding("f4", "show_pane('jupyter')", "Jupyter", show=False),
         Binding("f5", "show_pane('browser')", "Browser", show=False),
-        Binding("f6", "maximize_pane", "Max", show=False),
-        Binding("f7", "resize_tools(-5)", "Narrower", show=False),
-        Binding("f8", "resize_tools(5)", "Wider", show=False),
+        # Priority: the input box (a TextArea, focused by default) binds F6 and F7 itself.
+        Binding("f6", "maximize_pane", "Max", show=False, priority=True),
+        Binding("f7", "resize_tools(-5)", "Narrower", show=False, priority=True),
+        Binding("f8", "resize_tools(5)", "Wider", show=False, priority=True),
         Binding("f9", "toggle_pause", "Pause"),
         Binding("f10", "stop", "Stop"),
         Binding("ctrl+n", "new_session", "New", show=False),
@@ -264,20 +267,25 @@ class WorkbenchApp(App[int]):
         batch = list(events)
         status = self.query_one(StatusBar)
         steps, prompt, completion, cost, state = 0, 0, 0, 0.0, status.data.state
+        run_steps = status.data.run_steps
         for event in batch:
             if isinstance(event, ActionEvent):
                 self.actions[event.id] = event
             elif isinstance(event, LLMCallEvent):  # a step, as `agent.max_iterations` counts
                 steps += 1
+                run_steps += 1
                 prompt += event.prompt_tokens
                 completion += event.completion_tokens
                 cost += event.cost
             elif isinstance(event, StateChangedEvent):
+                if event.state == "running" and state in _RUN_STARTS_FROM:
+                    run_steps = 0
                 state = event.state
         for event in batch[-RECENT_EVENTS:]:
             self._route(event, live=False, account=False)
         status.set(
             steps=status.data.steps + steps,
+            run_steps=run_steps,
             state=state,
             cost=status.data.cost + cost,
             prompt_tokens=status.data.prompt_tokens + prompt,
@@ -328,6 +336,8 @@ class WorkbenchApp(App[int]):
         elif isinstance(event, MessageEvent) and event.source == "user" and live:
             self.query_one(PromptInput).delivered(event.text)
         elif isinstance(event, StateChangedEvent) and account:
+            if event.state == "running" and status.data.state in _RUN_STARTS_FROM:
+                status.set(run_steps=0)  # a new run: the controller counts its steps afresh
             status.set(state=event.state)
             data = status.data
             if event.state == "running" and live:
@@ -340,6 +350,7 @@ class WorkbenchApp(App[int]):
         elif isinstance(event, LLMCallEvent) and account:
             status.set(
                 steps=status.data.steps + 1,  # one reply is one step, however many calls
+                run_steps=status.data.run_steps + 1,
                 prompt_tokens=status.data.prompt_tokens + event.prompt_tokens,
                 completion_tokens=status.data.completion_tokens + event.completion_tokens,
                 cost=status.data.cost + event.cost,
@@ -553,11 +564,12 @@ class WorkbenchApp(App[int]):
         self._leave_saved()
         self.query_one(ConversationView).clear()
         self.query_one(JupyterPane).clear()
-        self.query_one(ShellPane).output.clear()
+        self.query_one(ShellPane).reset()
         self.actions.clear()
         status = self.query_one(StatusBar)
         status.set(
             steps=0,
+            run_steps=0,
             prompt_tokens=0,
             completion_tokens=0,
             cost=0.0,

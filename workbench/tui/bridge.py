@@ -409,8 +409,12 @@ class ControllerBackend:
                 future.set_result(("reject", (), None))
 
     async def new_session(self) -> None:
-        """End the current session; the next task opens a new log."""
+        """End the current session; the next task opens a new log in a fresh sandbox (the
+        last session's shell folder, variables and kernel do not carry over)."""
+        from workbench.session import workspace_of
+
         await self._end_session()
+        await self._fresh_sandbox(workspace_of(self.config))
 
     async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
         """Continue the saved session at `path` (up to event `upto`: a branch) with `text`: a

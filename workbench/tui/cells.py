@@ -46,6 +46,13 @@ __all__ = [
 ]
 
 _SHOWN_STATES = {"paused", "awaiting_user", "finished", "error", "stopped"}
+STEP_LIMIT_HELP = (
+    "The step limit is agent.max_iterations. Send a message to go on: "
+    "each message starts a new run with the full limit again.\n"
+    "To raise the limit: set max_iterations under [agent] in the config file, "
+    "or WORKBENCH_AGENT_MAX_ITERATIONS=N, or start with --max-iterations N."
+)
+"""What the step limit's state cell says, expanded, about going on and raising the limit."""
 
 
 def decision_title(event: ConfirmationDecisionEvent) -> str:
@@ -144,6 +151,16 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
         if event.state == "finished":  # "success: <message>": the finish cell shows the message
             why = why.split(":", 1)[0]
         reason = f" · {plain_line(why)}" if why else ""
+        if why.startswith("max_iterations"):  # not an end: the person may go on
+            return Cell(
+                key,
+                "state",
+                "■",
+                f"{event.state.replace('_', ' ')} at the step limit · send a message to go on",
+                f"{why.split(':', 1)[-1].strip()}. {STEP_LIMIT_HELP}",
+                "text",
+                expanded=live,
+            )
         return Cell(key, "state", "■", f"{event.state.replace('_', ' ')}{reason}")
     if isinstance(event, ErrorEvent):
         return Cell(

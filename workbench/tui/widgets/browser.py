@@ -1,15 +1,16 @@
 """The browser pane: the page's URL and title, its screenshot drawn in the terminal, and the
 page text on demand (`t`).
 
-Screenshots use textual-image: a graphics protocol where the terminal has one, half-cell
-blocks elsewhere (and always in tests, where `image_mode="halfcell"`).
+Screenshots use textual-image where the terminal has a graphics protocol (asked before Textual
+started, `terminal.py`), our own half-cell blocks elsewhere (`halfcell.py`; always in tests,
+where `image_mode="halfcell"`), their aspect ratio kept.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Awaitable, Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,10 +20,32 @@ from textual.widgets import Static
 
 from sandbox.protocol import BrowseObservation
 from workbench.events import ActionEvent, ObservationEvent
+from workbench.tui.halfcell import HalfcellImage, open_image
 from workbench.tui.widgets.output_view import OutputView
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+    from rich.console import RenderableType
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
 EMPTY_TEXT = "No page yet. Pages the agent opens show here (t: page text)."
+
+
+class Picture(Widget):
+    """A screenshot in half-cell blocks, as large as the widget allows, its aspect kept
+    (textual-image's own widget would ask the terminal about graphics, see `halfcell.py`)."""
+
+    DEFAULT_CSS = """
+    Picture { height: 1fr; width: 1fr; }
+    """
+
+    def __init__(self, image: PILImage, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.image = image
+
+    def render(self) -> RenderableType:
+        """The picture fitted to the widget's size."""
+        return HalfcellImage(self.image, max_rows=max(1, self.content_size.height))
 
 
 class BrowserPane(Vertical, can_focus=True):
@@ -86,16 +109,14 @@ class BrowserPane(Vertical, can_focus=True):
 
     async def set_screenshot(self, data: bytes) -> None:
         """Draw a PNG screenshot."""
-        from PIL import Image as PILImage
-
-        image = PILImage.open(io.BytesIO(data))
-        image.load()
         widget: Widget
         if self.image_mode == "halfcell":
-            from textual_image.widget import HalfcellImage
-
-            widget = HalfcellImage(image, id="browser-shot")
+            widget = Picture(open_image(data), id="browser-shot")
         else:
+            from PIL import Image as PILImage
+
+            image = PILImage.open(io.BytesIO(data))
+            image.load()
             from textual_image.widget import Image as AutoImage
 
             widget = AutoImage(image, id="browser-shot")

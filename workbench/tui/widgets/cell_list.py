@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 MAX_BODY_LINES = 400
 """An expanded body shows at most this many rows; the rest is one `e` (editor) away."""
+MIN_IMAGE_ROWS = 12
+"""Images are drawn at most as high as the view, but never cut below this many rows."""
 _CACHE_SIZE = 256
 _ROLE_VARIABLE = {
     "user": "wb-user",
@@ -114,7 +116,10 @@ class CellList(ScrollView, can_focus=True):
 
     def replace_cell(self, index: int, cell: Cell) -> None:
         """Put `cell` in place of the cell at `index` (e.g. an output that grew)."""
-        self._bodies.pop(self.cells[index].key, None)
+        old = self.cells[index].key
+        self._bodies.pop(old, None)
+        for key in [key for key in self._headers if key[0] in (old, cell.key)]:
+            del self._headers[key]
         self.cells[index] = cell
         self._update_height(index)
 
@@ -124,6 +129,7 @@ class CellList(ScrollView, can_focus=True):
         self._heights.clear()
         self._starts.clear()
         self._bodies.clear()
+        self._headers.clear()  # keys (e1, e2 ...) repeat from one session to the next
         self._total = 0
         self.cursor = -1
         self.follow = True
@@ -155,7 +161,9 @@ class CellList(ScrollView, can_focus=True):
         self.refresh()
 
     def _update_height(self, index: int) -> None:
-        """One cell changed height: shift the cells after it."""
+        """One cell changed height: shift the cells after it (a view at the end stays there,
+        e.g. when an image arrives in the last cell)."""
+        following = self.follow
         delta = self._height(self.cells[index]) - self._heights[index]
         if delta:
             self._heights[index] += delta
@@ -164,6 +172,12 @@ class CellList(ScrollView, can_focus=True):
                 starts[i] += delta
             self._total += delta
             self._update_size()
+            if following and delta > 0:
+                self.scroll_to(
+                    y=max(0, self._total - self.scrollable_content_region.height),
+                    animate=False,
+                    immediate=True,
+                )
         self.refresh()
 
     def _update_size(self) -> None:
@@ -255,12 +269,13 @@ class CellList(ScrollView, can_focus=True):
         return strips
 
     def _image_lines(self, cell: Cell, width: int) -> list[list[Segment]]:
-        import io
-
-        from textual_image.renderable.halfcell import Image as HalfcellImage
+        from workbench.tui.halfcell import HalfcellImage, open_image
 
         try:
-            image = HalfcellImage(io.BytesIO(cell.image or b""), width=min(width, 60))
+            # At most a view's height (so it can be seen whole), unless that is too small to
+            # read: then it scrolls, or F6 maximizes the pane.
+            rows = max(MIN_IMAGE_ROWS, self.scrollable_content_region.height - 2)
+            image = HalfcellImage(open_image(cell.image or b""), max_rows=rows)
             return self.app.console.render_lines(
                 image, self.app.console.options.update(width=width, height=None), pad=False
             )
@@ -406,7 +421,10 @@ class CellList(ScrollView, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         """A click selects a cell; a click on its title row expands it."""
-        row = round(self.scroll_y) + event.y
+        offset = event.get_content_offset(self)  # event.y counts the border's row too
+        if offset is None:
+            return
+        row = round(self.scroll_y) + offset.y
         if 0 <= row < self._total:
             index = self._row_to_index(row)
             on_title = self._starts[index] == row

@@ -78,6 +78,13 @@ class PromptInput(TextArea):
             event.prevent_default()
             self.submit()
             return
+        if event.key in ("ctrl+j", "shift+enter"):
+            # Here, not as a binding: a binding's action runs after the keys already queued,
+            # so in a burst of keys the line break would land after them.
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
         if event.key == "up" and self.cursor_location[0] == 0 and self.sent:
             event.stop()
             event.prevent_default()

@@ -7,6 +7,8 @@ Output chunks may arrive at any rate from any thread: `feed` only appends to a b
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -43,13 +45,17 @@ class ShellPane(Vertical):
         self.command = ""
         self.state = "idle"
         self.exit_code: int | None = None
+        self.cwd = ""
+        """The shell's folder after the last command (from its result)."""
         self._streamed = False
         self.border_title = "shell"
 
     def compose(self) -> ComposeResult:
         """Header, output and the input line."""
         yield Static(self._header_text(), id="shell-header", markup=False)
-        yield OutputView(id="shell-output")
+        output = OutputView(id="shell-output")
+        output.can_focus = False  # keys typed here go nowhere: Tab goes to the input line
+        yield output
         yield Input(
             placeholder="type into the running command · enter sends · ctrl+c interrupts",
             id="shell-input",
@@ -68,16 +74,27 @@ class ShellPane(Vertical):
     def _header_text(self) -> str:
         if not self.command:
             return "no command yet"
-        if self.state == "running":
+        if self.exit_code == -1:  # returned to the agent before it ended
+            status = "● still running · the agent has its output so far"
+        elif self.state == "running":
             status = "● running"
         elif self.exit_code is None:
             status = self.state
-        elif self.exit_code == -1:
-            status = "… still running (returned to the agent)"
         else:
             status = f"{'✓' if self.exit_code == 0 else '✗'} exit {self.exit_code}"
+            if 128 < self.exit_code < 128 + 65:  # ended by a signal
+                with contextlib.suppress(ValueError):
+                    status += f" ({signal.Signals(self.exit_code - 128).name})"
         command = self.command.splitlines()[0] if self.command.strip() else self.command
-        return f"{status}   $ {command}"
+        where = f"   in {self.cwd}" if self.cwd else ""
+        return f"{status}   $ {command}{where}"
+
+    def reset(self) -> None:
+        """A new session: no command, no output, nothing of the last session's shell."""
+        self._buffer.clear()
+        self.command, self.cwd, self._streamed = "", "", False
+        self.output.clear()
+        self.set_state("idle")
 
     def set_state(self, state: str, exit_code: int | None = None) -> None:
         """Show `state` ("running", "finished", "awaiting confirmation" ...) in the header."""
@@ -149,8 +166,9 @@ class ShellPane(Vertical):
         self.flush()
         if not self._streamed and obs.content:
             self.output.append(obs.content if obs.content.endswith("\n") else obs.content + "\n")
-        if obs.note:
-            self.output.append_marked(f"[{obs.note}]", "note")
+        # The observation's note is for the model ("[No new output for 10 s ...]"): the
+        # header shows the state instead.
+        self.cwd = obs.cwd or self.cwd
         running = obs.running or obs.exit_code == -1
         self.set_state("running" if running else "finished", obs.exit_code)
 

@@ -17,6 +17,9 @@ class StatusData:
     model: str = ""
     state: str = "idle"
     steps: int = 0
+    """LLM calls in the whole session."""
+    run_steps: int = 0
+    """LLM calls in the current run: what `max_steps` limits (a new message starts a run)."""
     max_steps: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -95,7 +98,7 @@ class StatusBar(Widget):
 
     def _parts(self, compact: bool) -> list[tuple[str, str]]:
         d = self.data
-        step = f"{d.steps}/{d.max_steps}" if d.max_steps else str(d.steps)
+        step = f"{d.run_steps}/{d.max_steps}" if d.max_steps else str(d.steps)
         tokens = _tokens(d.prompt_tokens + d.completion_tokens)
         now = d.ended if d.ended is not None else self.clock()
         elapsed = _elapsed(now - d.started) if d.started is not None else "--:--"

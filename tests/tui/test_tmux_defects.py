@@ -1,0 +1,120 @@
+"""Defects of issue 14 that only a real terminal shows: the real `workbench` command in tmux.
+
+A terminal's reply to a query must never reach the input box (tmux answers a device-attributes
+query by typing `ESC [?1;2c`); keys sent in one burst keep their order, ctrl+j included; a
+terminal closed under the app (SIGHUP) leaves no sandbox folder or log behind.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_tmux import WORKBENCH, Tmux, tmux  # noqa: F401  (the fixture)
+
+from workbench.testing.llm_server import ScriptedLLMServer
+
+CHART = (
+    "import io\n"
+    "from PIL import Image as P\n"
+    "from IPython.display import Image, display\n"
+    "b = io.BytesIO()\n"
+    "P.new('RGB', (320, 200), (200, 60, 40)).save(b, 'PNG')\n"
+    "display(Image(data=b.getvalue()))\n"
+)
+
+
+def _env(tmp_path: Path, base_url: str) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
+        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
+        "LLM_MODEL": "openai/scripted",
+        "LLM_BASE_URL": base_url,
+        "LLM_API_KEY": "sk-tmux-test",
+        "TERM": "xterm-256color",
+        "TMPDIR": str(tmp_path / "tmp"),
+        "PATH": os.environ.get("PATH", ""),
+    }
+
+
+@pytest.fixture
+def started(tmp_path: Path, tmux: Tmux) -> Iterator[Any]:  # noqa: F811
+    """Start `workbench` in tmux at a size, against a scripted server; yields a starter."""
+    servers: list[ScriptedLLMServer] = []
+
+    def start(script: Any, size: tuple[int, int] = (80, 24)) -> Tmux:
+        server = ScriptedLLMServer(script)
+        server.start()
+        servers.append(server)
+        workspace = tmp_path / "ws"
+        workspace.mkdir(exist_ok=True)
+        (tmp_path / "tmp").mkdir(exist_ok=True)
+        env = _env(tmp_path, server.base_url)
+        # The tmux server inherits this process's environment; a COLUMNS/LINES there wins
+        # over the pane's size in Textual.
+        env.update(COLUMNS=str(size[0]), LINES=str(size[1]))
+        setenv = [arg for name, value in env.items() for arg in ("-e", f"{name}={value}")]
+        tmux.run(
+            "new-session", "-d", "-s", "wb", "-x", str(size[0]), "-y", str(size[1]), *setenv,
+            f"cd {workspace} && exec {WORKBENCH} --workspace {workspace}",
+        )  # fmt: skip
+        tmux.wait_for(lambda rows: any("No task yet" in row for row in rows), "the first paint")
+        return tmux
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _input_rows(rows: list[str]) -> list[str]:
+    """The input box's rows: inside the last box above the status bar."""
+    status = len(rows) - 2
+    top = max(i for i, row in enumerate(rows[:status]) if row.startswith("╭"))
+    return [row.strip("│ ") for row in rows[top + 1 : status - 1]]
+
+
+@pytest.mark.timeout(120)
+def test_no_terminal_reply_reaches_the_input_box_when_an_image_is_drawn(
+    started: Any,
+) -> None:
+    """Defect 3: the first image drawn asked the terminal what it can draw; tmux typed its
+    answer, `[?1;2c`, into the input box."""
+    script = {
+        "steps": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "execute_ipython_cell",
+                        "arguments": {"code": CHART, "security_risk": "LOW"},
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "finish", "arguments": {"message": "chart drawn"}}]},
+        ]
+    }
+    term = started(script)
+    term.run("send-keys", "-t", "wb", "draw a chart", "Enter")
+    term.wait_for(lambda rows: sum("▀" in row for row in rows) >= 4, "the chart", 90)
+    term.run("send-keys", "-t", "wb", "-l", "typed after")
+    term.wait_for(lambda rows: "finished" in rows[-2], "the finish", 60)
+    time.sleep(0.5)  # a reply would come within a few milliseconds of the query
+    rows = term.screen()
+    assert not any("?1;2c" in row or "[?" in row for row in rows), "\n".join(rows)
+    assert _input_rows(rows) == ["typed after"], "\n".join(rows)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+def test_keys_sent_in_one_burst_keep_their_order(started: Any, size: tuple[int, int]) -> None:
+    """Defect 10: `first` ^J `second` ^J `third` in one burst gave `firstsecondthird` and two
+    empty lines."""
+    term = started({"steps": [], "default": {"text": "ok"}}, size)
+    term.run("send-keys", "-t", "wb", "first", "C-j", "second", "C-j", "third")
+    term.wait_for(lambda rows: "third" in "".join(rows), "the keys")
+    time.sleep(0.3)
+    rows = term.screen()
+    assert _input_rows(rows) == ["first", "second", "third"], "\n".join(rows)
