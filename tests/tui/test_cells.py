@@ -46,7 +46,7 @@ def test_output_line_count_does_not_count_the_final_newline() -> None:
         return cell.title
 
     assert title("hi.sh\n") == "exit 0 · 1 line · hi.sh"
-    assert title("a\nb") == "exit 0 · 2 lines · a"
+    assert title("a\nb") == "exit 0 · 2 lines · b"  # output often ends with its summary
     assert title("") == "exit 0 · 0 lines"
 
 

@@ -43,7 +43,7 @@ from workbench.tui.messages import (
     BranchRequested,
     ConfirmationAnswered,
     EventArrived,
-    LLMActivityChanged,
+    ModelCallChanged,
     MessageQueued,
     ProgressChanged,
     PromptSubmitted,
@@ -288,7 +288,7 @@ class WorkbenchApp(App[int]):
         """An event from the controller."""
         self.feed_event(message.event, message.live)
 
-    def on_llm_activity_changed(self, message: LLMActivityChanged) -> None:
+    def on_model_call_changed(self, message: ModelCallChanged) -> None:
         """A model call started, streamed, was retried or ended: the conversation shows it."""
         self.query_one(ConversationView).show_activity(message.activity)
 

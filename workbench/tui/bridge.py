@@ -261,10 +261,10 @@ class ControllerBackend:
             self.app.post_message(EventArrived(event))
 
     def _on_activity(self, activity: LLMActivity) -> None:
-        from workbench.tui.messages import LLMActivityChanged
+        from workbench.tui.messages import ModelCallChanged
 
         if self.app is not None:
-            self.app.post_message(LLMActivityChanged(activity))
+            self.app.post_message(ModelCallChanged(activity))
 
     def _post_waiting(self, text: str) -> None:
         from workbench.tui.messages import TaskWaiting

@@ -20,7 +20,7 @@ class EventArrived(Message):
         self.live = live
 
 
-class LLMActivityChanged(Message):
+class ModelCallChanged(Message):
     """A model call started, streamed text, was retried or ended (shown, never logged)."""
 
     def __init__(self, activity: LLMActivity) -> None:

@@ -215,12 +215,18 @@ class CellList(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """Bodies wrap to the width, so a new width means new heights; the end stays in view."""
         following = self.follow
-        if self._content_width() != self._body_width:
-            self._bodies.clear()
-            self._relayout_from(0)
+        self._rewrap_if_resized()
         if following:  # e.g. the confirmation panel came or went and the pane changed height
             self.follow = True
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
+    def _rewrap_if_resized(self) -> None:
+        """Bodies rendered for another width (the pane, or a scrollbar that came or went,
+        changed it) are rendered again, and the heights follow."""
+        if self._bodies and self._content_width() != self._body_width:
+            self._bodies.clear()
+            self._headers.clear()  # an open message's title row is its body's first row
+            self._relayout_from(0)
 
     # ------------------------------------------------------------------ rendering
 
@@ -357,10 +363,10 @@ class CellList(ScrollView, can_focus=True):
         summary = cell.summary if not inline else ""
         if summary:
             shown = Text(summary, self._style(cell.summary_role or cell.role), no_wrap=True, end="")
-            shown.truncate(max(12, width * 3 // 5), overflow="ellipsis")
+            shown.truncate(max(12, width // 2), overflow="ellipsis")
             room = max(1, width - shown.cell_len - 1)
-            head.truncate(room, overflow="ellipsis", pad=True)
-            head.append(" ")
+            head.truncate(room, overflow="ellipsis")
+            head.append(" " * (room - head.cell_len + 1), role)
             head.append_text(shown)
         head.truncate(width, overflow="ellipsis")
         return Strip(head.render(console), head.cell_len).apply_style(self.base_style)
@@ -373,6 +379,7 @@ class CellList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """The row `y` rows below the top of the view."""
+        self._rewrap_if_resized()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         row = scroll_y + y
