@@ -290,11 +290,12 @@ class CellList(ScrollView, can_focus=True):
             if number:
                 strips.append(Strip([gutter]))
             lines = console.render_lines(self._renderable(*section), options, pad=False)
-            if cell.inline:  # Markdown pads its paragraphs with blank rows: not at the ends
-                while lines and not "".join(seg.text for seg in lines[-1]).strip():
-                    lines.pop()
-                while lines and not "".join(seg.text for seg in lines[0]).strip():
-                    lines.pop(0)
+            # Markdown pads its paragraphs, and a text's final newline makes a row: no blank
+            # rows at the end (nor, where the text starts on the title row, at the start).
+            while lines and not "".join(seg.text for seg in lines[-1]).strip():
+                lines.pop()
+            while cell.inline and lines and not "".join(seg.text for seg in lines[0]).strip():
+                lines.pop(0)
             strips.extend(Strip([gutter, *Segment.apply_style(line, base, flat)]) for line in lines)
         if cell.image is not None:
             strips.extend(
