@@ -138,8 +138,8 @@ def test_long_text_beside_a_tool_call(
 ) -> None:
     """The task and the agent's long thought shown whole, wrapped under their first row (with
     its Markdown list); then one row per action: the failed pytest run titled by its
-    exception (`✗ exit 1 · 6 lines · TypeError: ...`), the edit with `+3 −2`, the git push
-    by its `fatal:` line, the passing run `✓ exit 0 · 2 lines`."""
+    exception (`✗ exit 1 · 6 lines · TypeError: ...`), the edit with `+3 -2`, the git push
+    by its `fatal:` line, the passing run `✓ exit 0 · 2 lines · 12 passed in 0.38s`."""
 
     async def before(pilot: Pilot[Any]) -> None:
         await _show(pilot, story())
@@ -151,7 +151,7 @@ def test_long_text_beside_a_tool_call(
 def test_an_edit_expanded_shows_its_diff(
     snap_compare: Any, app_factory: Callable[..., WorkbenchApp], size: tuple[int, int]
 ) -> None:
-    """The edit's row (`str_replace /ws/src/parser.py` … `+3 −2`) expanded under the cursor:
+    """The edit's row (`str_replace /ws/src/parser.py` … `+3 -2`) expanded under the cursor:
     the diff, highlighted, below it; the other rows as in the story."""
 
     async def before(pilot: Pilot[Any]) -> None:
