@@ -213,7 +213,8 @@ def test_a_reply_streaming(
 def test_a_retry(
     snap_compare: Any, app_factory: Callable[..., WorkbenchApp], size: tuple[int, int]
 ) -> None:
-    """A red `↻ retry 1 in 2.0 s · server · ...` row, then the call going on:
+    """A red `↻ model call failed: server error (HTTP 503) · retry 1 in 2.0 s` row, then the
+    call going on:
     `◌ thinking · openai/test-model · 5 s · retry 1`."""
 
     async def before(pilot: Pilot[Any]) -> None:
@@ -230,7 +231,7 @@ def test_a_retry(
                 retry=1,
                 wait_s=2.0,
                 error_kind="server",
-                message="The provider answered 503 Service Unavailable (openai/test-model).",
+                message="The LLM server failed for openai/test-model (HTTP 503: overloaded).",
             )
         )
         view.show_activity(LLMActivity("retry", MODEL, -5.0))

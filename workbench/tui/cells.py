@@ -9,6 +9,8 @@ Nothing here imports Textual, so building 10 000 cells costs only the string wor
 
 from __future__ import annotations
 
+import re
+
 from workbench.display import (
     BodyFormat,
     Cell,
@@ -50,6 +52,7 @@ __all__ = [
     "thought_cell",
 ]
 
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 _SHOWN_STATES = {"paused", "awaiting_user", "finished", "error", "stopped"}
 
 
@@ -136,13 +139,15 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
             "text",
             expanded=live,
         )
-    if isinstance(event, LLMRetryEvent):
+    if isinstance(event, LLMRetryEvent):  # the provider's own words (often JSON) on expand
+        status = _HTTP_STATUS.search(event.message)
+        what = event.error_kind.replace("_", " ")
+        what += f" error (HTTP {status.group(1)})" if status else " error"
         return Cell(
             key,
             "error",
             "↻",
-            f"retry {event.retry} in {event.wait_s:.1f} s · {event.error_kind} · "
-            f"{first_line(event.message)}",
+            f"model call failed: {what} · retry {event.retry} in {event.wait_s:.1f} s",
             f"{event.model}: {event.message}",
             "text",
         )
