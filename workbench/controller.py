@@ -34,7 +34,9 @@ from workbench.events import (
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    LLMActivity,
     LLMCallEvent,
+    LLMRetryEvent,
     LLMWaitEvent,
     MessageEvent,
     ObservationEvent,
@@ -48,7 +50,7 @@ from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
-    from workbench.llm import ChatModel, LLMResponse, ToolCall
+    from workbench.llm import ChatModel, LLMError, LLMResponse, ToolCall
     from workbench.resume import History
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
@@ -338,11 +340,36 @@ class Controller(EventHub):
         """One LLM call, with a waiting notice (`LLMWaitEvent`) while it takes long."""
         notice = self.config.llm.wait_notice_s
         watcher = asyncio.ensure_future(self._announce_wait(notice)) if notice > 0 else None
+        model = self.config.llm.model
+        started = time.monotonic()
+        streamed: list[str] = []
+
+        def on_text(text: str) -> None:
+            streamed.append(text)
+            self._activity(LLMActivity("text", model, started, "".join(streamed)))
+
+        def on_retry(error: LLMError, retry: int, wait_s: float) -> None:
+            streamed.clear()
+            self._emit(
+                LLMRetryEvent(
+                    id=self._next_id(),
+                    model=model,
+                    retry=retry,
+                    wait_s=round(wait_s, 2),
+                    error_kind=error.kind,
+                    message=str(error),
+                )
+            )
+            self._activity(LLMActivity("retry", model, started))
+
+        self._activity(LLMActivity("start", model, started))
         try:
-            return await self._guard(self.llm.complete(messages, self.tool_schemas))
+            call = self.llm.complete(messages, self.tool_schemas, on_text, on_retry)
+            return await self._guard(call)
         finally:
             if watcher is not None:
                 watcher.cancel()
+            self._activity(LLMActivity("end", model, started))
 
     async def _announce_wait(self, first_s: float) -> None:
         """Emit an `LLMWaitEvent` after `first_s` seconds, then each time the wait doubles."""

@@ -17,6 +17,15 @@ BodyFormat = Literal["markdown", "code", "text"]
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _MD_LINK_RE = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _MD_MARK_RE = re.compile(r"\*\*|`")
+_TRACEBACK = "Traceback (most recent call last):"
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
+_FATAL = re.compile(r"\b(fatal|panic)(:|\b)", re.IGNORECASE)
+_ERROR = re.compile(r"\berror\b\s*(\[[^\]]*\])?:|^E\s{2,}|^ERROR\b", re.IGNORECASE)
+_FAILURE = re.compile(
+    r"\b(error|failed|failure|not found|no such file|permission denied|cannot|can't|unable"
+    r"|refused|denied|invalid|unknown|missing|abort(ed)?)\b",
+    re.IGNORECASE,
+)
 _EXT_LEXERS = {
     ".py": "python",
     ".sh": "bash",
@@ -40,6 +49,15 @@ def strip_ansi(text: str) -> str:
     return ANSI_RE.sub("", text) if "\x1b" in text else text
 
 
+@dataclass(frozen=True)
+class Section:
+    """One more body of a cell: its text and how to draw it."""
+
+    text: str
+    body_format: BodyFormat = "text"
+    lexer: str = "text"
+
+
 @dataclass(eq=False)
 class Cell:
     """One row group: a title line, and a body shown when `expanded`."""
@@ -56,15 +74,25 @@ class Cell:
     """A PNG drawn below the body (Jupyter output)."""
     label: str = ""
     """Shown instead of the title while expanded (messages, whose body repeats the title)."""
+    summary: str = ""
+    """The outcome in a few words, drawn at the right end of the title row (`+3 -1`,
+    `✗ exit 1 · 4 lines · fatal: ...`)."""
+    summary_role: Role | None = None
+    """The colour of `summary` (the cell's role when None)."""
+    more: tuple[Section, ...] = ()
+    """Further bodies drawn after `body` (an action's code, then its output)."""
+    inline: bool = False
+    """Expanded, the body starts on the title row and wraps under it: a message shown whole."""
 
     @property
     def expandable(self) -> bool:
         """True when the body holds more than the title shows."""
-        return bool(self.body) or self.image is not None
+        return bool(self.body) or bool(self.more) or self.image is not None
 
     def copy_text(self) -> str:
         """The text a person copies out of this cell."""
-        return self.body or self.title
+        texts = [self.body, *(section.text for section in self.more)]
+        return "\n\n".join(text for text in texts if text) or self.title
 
 
 def first_line(text: str, limit: int = 200) -> str:
@@ -81,6 +109,37 @@ def last_line(text: str, limit: int = 200) -> str:
         if line.strip():
             return line.strip()[:limit]
     return ""
+
+
+def telling_line(text: str, limit: int = 200) -> str:
+    """The line of failed output that says most about why: a `fatal:` line, a traceback's
+    exception, the first line that reports an error, a line naming a failure, else the last."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if _FATAL.search(line):
+            return line[:limit]
+    if _TRACEBACK in text:
+        after = [line for line in text[text.rindex(_TRACEBACK) :].splitlines()[1:] if line]
+        flush_left = [line.strip() for line in after if not line.startswith((" ", "\t"))]
+        named = [line for line in flush_left if _EXCEPTION_LINE.match(line)]
+        if named or flush_left:
+            return (named or flush_left)[0][:limit]
+    for pattern in (_ERROR, _FAILURE):
+        for line in lines:
+            if pattern.search(line) and not line.startswith("make: ***"):
+                return line[:limit]
+    return lines[-1][:limit] if lines else ""
+
+
+def diff_counts(diff: str) -> tuple[int, int]:
+    """Lines added and removed by a unified diff (its `+++`/`---` headers not counted)."""
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed
 
 
 def plain_line(text: str, limit: int = 200) -> str:

@@ -4,7 +4,9 @@ Also forwards the runtime's live shell output to output subscribers while a run 
 and a little after it ends: output travels on its own connection and can trail the result the
 run ended on, so the forwarding stops once the shell reports its command finished (or after
 `DRAIN_MAX_S`), not at once.
-Subscribers are called in the event loop's thread; one that raises is logged and skipped, so a
+Front ends can also follow a model call in flight (`subscribe_activity`: started, streamed
+text, retried, over), which is shown and never logged. Subscribers are called in the event
+loop's thread; one that raises is logged and skipped, so a
 broken front end cannot break the session. A log that cannot be written ends the run (`_emit`).
 """
 
@@ -16,7 +18,7 @@ from collections.abc import Callable
 
 from sandbox.protocol import StreamEvent
 from sandbox.runtimes.base import Runtime, SandboxError
-from workbench.events import AgentState, ErrorEvent, Event, StateChangedEvent
+from workbench.events import AgentState, ErrorEvent, Event, LLMActivity, StateChangedEvent
 from workbench.session_log import SessionLog, SessionLogWriteError
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class EventHub:
         self.state: AgentState = "idle"
         self._subscribers: list[Callable[[Event], None]] = []
         self._output_subscribers: list[Callable[[StreamEvent], None]] = []
+        self._activity_subscribers: list[Callable[[LLMActivity], None]] = []
         self._pump: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
@@ -72,6 +75,19 @@ class EventHub:
         if self._running:
             self._start_pump()
         return lambda: subs.remove(callback) if callback in subs else None
+
+    def subscribe_activity(self, callback: Callable[[LLMActivity], None]) -> Callable[[], None]:
+        """Call `callback` as model calls start, stream, retry and end (nothing is logged)."""
+        subs = self._activity_subscribers
+        subs.append(callback)
+        return lambda: subs.remove(callback) if callback in subs else None
+
+    def _activity(self, activity: LLMActivity) -> None:
+        for callback in list(self._activity_subscribers):
+            try:
+                callback(activity)
+            except Exception:
+                log.exception("activity subscriber failed")
 
     def _next_id(self) -> int:
         # The last id + 1, not the count: restored history may lack a line that did not parse.

@@ -10,6 +10,7 @@ with a `ToolResultObservation`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -230,6 +231,19 @@ class LLMWaitEvent(_Event):
     deadline_s: float = 0.0
 
 
+class LLMRetryEvent(_Event):
+    """A model call failed and is tried again (`retry`, 1-based) after `wait_s` seconds; the
+    failure's kind (`timeout`, `rate_limit`, `server`, `refused` ...) and message."""
+
+    kind: Literal["llm_retry"] = "llm_retry"
+    source: EventSource = "environment"
+    model: str
+    retry: int
+    wait_s: float
+    error_kind: str
+    message: str
+
+
 class CheckpointEvent(_Event):
     """The workspace as it was after step `step` (the Nth action; 0: before the first) was
     recorded as `commit` in the workspace's checkpoint store, with what that step changed."""
@@ -267,6 +281,7 @@ Event = Annotated[
     | StateChangedEvent
     | LLMCallEvent
     | LLMWaitEvent
+    | LLMRetryEvent
     | CheckpointEvent
     | ErrorEvent,
     Field(discriminator="kind"),
@@ -285,3 +300,16 @@ def parse_event(data: str | bytes | dict[str, object]) -> Event:
 def event_to_json(event: Event) -> str:
     """One compact JSON line for `event` (no newline inside)."""
     return event.model_dump_json()
+
+
+@dataclass(frozen=True)
+class LLMActivity:
+    """A model call in flight, for front ends only (never logged): `phase` "start" when it
+    is sent, "text" as the reply streams (`text`: everything so far), "retry" when an attempt
+    failed and its streamed text is void, "end" when it is over (answered or not)."""
+
+    phase: Literal["start", "text", "retry", "end"]
+    model: str
+    started: float
+    """`time.monotonic()` when the call was sent."""
+    text: str = ""

@@ -163,9 +163,7 @@ async def run_session(
         if warning := runtime_warning(runtime):
             printer.notice(warning)
         await warm
-        llm = make_llm(
-            config, on_retry=lambda err, n, wait: printer.notice(err.retry_notice(n, wait))
-        )
+        llm = make_llm(config)  # retries are events: the printer shows them
         controller = await open_controller(config, runtime, llm, session)
 
         def show(event: Event) -> None:

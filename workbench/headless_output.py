@@ -15,11 +15,11 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from sandbox.truncate import truncate_middle
 from workbench.agent.boundary import clean_text
-from workbench.agent.messages import observation_text
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
@@ -29,11 +29,13 @@ from workbench.events import (
     ErrorEvent,
     Event,
     LLMCallEvent,
+    LLMRetryEvent,
     LLMWaitEvent,
     MessageEvent,
     ObservationEvent,
     StateChangedEvent,
 )
+from workbench.llm.errors import retry_notice
 from workbench.tools.registry import REGISTRY
 
 JSONL_VERSION = 1
@@ -47,6 +49,7 @@ PROGRESS_KINDS = frozenset(
         "confirmation_decision",
         "error",
         "llm_wait",
+        "llm_retry",
     }
 )
 """Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`, `checkpoint`)."""
@@ -169,10 +172,17 @@ def describe_action(event: ActionEvent) -> str:
 
 
 class HumanPrinter(Printer):
-    """Readable progress on stdout; errors and notices on stderr."""
+    """Readable progress on stdout; errors and notices on stderr. Results read as a person
+    wants them (`Tool.human_text`: an edit's diff, images by their path), not as the model."""
+
+    files: Path | None = None
+    """The session's folder of kept images (beside its log), once the session started."""
 
     def start(self, info: dict[str, Any]) -> None:
         """Say which session, model and workspace."""
+        if info.get("log"):
+            log = Path(info["log"])
+            self.files = log.with_name(f"{log.stem}.files")
         self.line(
             f"workbench session {info['session_id']}  model {info['model']}  "
             f"workspace {info['workspace']}"
@@ -196,7 +206,9 @@ class HumanPrinter(Printer):
                 self.line(_indent(event.thought, "  ~ "))
             self.line(f"[{self.steps}] {describe_action(event)}{risk}")
         elif isinstance(event, ObservationEvent):
-            text = truncate_middle(observation_text(event.observation), _HUMAN_OBS_CHARS)
+            obs = event.observation
+            text = REGISTRY.for_observation(obs).human_text(obs, self.files)
+            text = truncate_middle(text, _HUMAN_OBS_CHARS)
             if text:
                 self.line(_indent(text))
         elif isinstance(event, AgentErrorEvent):
@@ -222,6 +234,8 @@ class HumanPrinter(Printer):
                 f"-- waiting for {event.model}: no answer after {event.waited_s:g} s{until}",
                 err=True,
             )
+        elif isinstance(event, LLMRetryEvent):
+            self.notice(retry_notice(event.error_kind, event.retry, event.wait_s, event.message))
         elif isinstance(event, LLMCallEvent):
             tokens = f"{event.prompt_tokens}+{event.completion_tokens} tokens"
             if event.estimated:

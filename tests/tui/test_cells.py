@@ -32,7 +32,7 @@ def test_a_workbench_warning_is_not_shown_as_the_agent() -> None:
     )
     cell = cell_for_event(warning, live=True)
     assert cell is not None
-    assert cell.role != "agent" and cell.label == "workbench" and cell.icon == "⚠"
+    assert cell.role != "agent" and cell.icon == "⚠" and cell.inline and cell.expanded
 
 
 def test_output_line_count_does_not_count_the_final_newline() -> None:
@@ -46,7 +46,7 @@ def test_output_line_count_does_not_count_the_final_newline() -> None:
         return cell.title
 
     assert title("hi.sh\n") == "exit 0 · 1 line · hi.sh"
-    assert title("a\nb") == "exit 0 · 2 lines · a"
+    assert title("a\nb") == "exit 0 · 2 lines · b"  # output often ends with its summary
     assert title("") == "exit 0 · 0 lines"
 
 
@@ -73,7 +73,7 @@ def test_finish_shows_its_message_once_and_the_state_line_only_the_outcome() -> 
     )
     cell = cell_for_event(finish, live=True)
     assert cell is not None and cell.expanded and cell.body == message
-    assert cell.label == "finished"  # drawn instead of the title, which the body repeats
+    assert cell.inline  # the body is drawn from the title row on: the message shows once
     state = StateChangedEvent(id=8, state="finished", reason=f"success: {message}")
     line = cell_for_event(state)
     assert line is not None and line.title == "finished · success"  # the message is above

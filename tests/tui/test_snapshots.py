@@ -49,15 +49,15 @@ class TestMainScreen:
     def test_conversation(
         self, snap_compare: Any, app_factory: Callable[..., WorkbenchApp], size: tuple[int, int]
     ) -> None:
-        """Compact cells for every kind of event; the agent's last message expanded (Markdown
-        with a highlighted code block); the cursor on the last cell."""
+        """Messages shown whole (the agent's last one: Markdown with a highlighted code block);
+        one row per action with its outcome at the right end; the edit expanded under the
+        cursor, showing its diff."""
 
         async def before(pilot: Pilot[Any]) -> None:
             await _load_demo(pilot)
             app = pilot.app
             app.query_one("#conversation").focus()
-            await pilot.press("enter")
-            await pilot.press("up", "up", "up", "up", "up", "up", "up", "up", "up", "enter")
+            await pilot.press("up", "up", "up", "up", "up", "enter")
 
         assert snap_compare(app_factory(), terminal_size=size, run_before=before)
 

@@ -217,6 +217,7 @@ class ChatModel(Protocol):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_retry: RetryHook | None = None,
     ) -> LLMResponse:
         """One chat completion with tools. Raises LLMError."""
         ...
@@ -250,11 +251,13 @@ class LLMClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_retry: RetryHook | None = None,
     ) -> LLMResponse:
         """One chat completion with tools; `on_text` gets text as it arrives. Raises LLMError.
 
-        Streamed text of an attempt that then fails is not taken back: `on_retry` runs before
-        the next attempt streams again, so a UI can clear what it showed.
+        Streamed text of an attempt that then fails is not taken back: `on_retry` (this
+        call's, after the client's own) runs before the next attempt streams again, so a UI
+        can clear what it showed.
         """
         if not self.config.model:
             raise LLMError(
@@ -268,7 +271,9 @@ class LLMClient:
         deadline = self.config.deadline_s or None
         try:
             async with asyncio.timeout(deadline):
-                reply = await self._attempt_until_done(litellm, messages, tools, on_text, attempts)
+                reply = await self._attempt_until_done(
+                    litellm, messages, tools, on_text, attempts, on_retry
+                )
         except TimeoutError:
             raise self._past_deadline(attempts) from None
         return self._account(litellm, messages, reply, started, attempts.retries)
@@ -280,6 +285,7 @@ class LLMClient:
         tools: list[dict[str, Any]] | None,
         on_text: Callable[[str], None] | None,
         attempts: _Attempts,
+        on_retry: RetryHook | None = None,
     ) -> _Reply:
         """Attempts and retries, until a reply or an error not worth (or out of) retries."""
         config = self.config
@@ -307,8 +313,9 @@ class LLMClient:
                 wait = self._backoff(done, cause)
                 attempts.others += 1
             self.retries += 1
-            if self.on_retry is not None:
-                self.on_retry(failure, attempts.retries, wait)
+            for hook in (self.on_retry, on_retry):
+                if hook is not None:
+                    hook(failure, attempts.retries, wait)
             await asyncio.sleep(wait)
 
     def _past_deadline(self, attempts: _Attempts) -> LLMError:

@@ -72,11 +72,16 @@ class LLMError(Exception):
 
     def retry_notice(self, retry: int, wait_s: float) -> str:
         """What front ends show before retry number `retry` (1-based), `wait_s` from now."""
-        what = "connection refused" if self.kind == "refused" else f"{self.kind} error"
-        return f"LLM {what}, retry {retry} in {wait_s:.1f} s: {self}"
+        return retry_notice(self.kind, retry, wait_s, str(self))
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (self.kind, str(self), self.status, self.retries))
+
+
+def retry_notice(kind: str, retry: int, wait_s: float, message: str) -> str:
+    """`LLM server error, retry 2 in 4.0 s: <message>` (also for a recorded retry)."""
+    what = "connection refused" if kind == "refused" else f"{kind} error"
+    return f"LLM {what}, retry {retry} in {wait_s:.1f} s: {message}"
 
 
 def _rebuild(kind: ErrorKind, message: str, status: int | None, retries: int) -> LLMError:

@@ -104,9 +104,7 @@ async def continue_from(recording: Recording, config: Config, n: int, json_mode:
         await warm
         parent = {"session_id": recording.session_id, "log": str(recording.path.absolute())}
         session = new_log(config, link=parent | {"step": n, "how": "continue-from"})
-        llm = make_llm(
-            config, on_retry=lambda err, k, wait: printer.notice(err.retry_notice(k, wait))
-        )
+        llm = make_llm(config)  # retries are events: the printer shows them
         controller = await open_controller(config, runtime, llm, session)
         controller.adopt_history(rewritten(history, results))
         printer.start(

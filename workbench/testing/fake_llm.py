@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from workbench.llm import LLMError, LLMResponse, LLMTotals, ToolCall
+from workbench.llm import LLMError, LLMResponse, LLMTotals, RetryHook, ToolCall
 from workbench.testing.scripts import ScriptError, ToolCallSpec, Usage
 
 if TYPE_CHECKING:
@@ -78,8 +78,10 @@ class FakeLLM:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_retry: RetryHook | None = None,
     ) -> LLMResponse:
-        """The next reply (its LLMError raised); FakeLLMExhausted after the last one."""
+        """The next reply (its LLMError raised, never retried); FakeLLMExhausted after the
+        last one."""
         self.requests.append(FakeRequest(list(messages), tools))
         number = len(self.requests)
         await asyncio.sleep(0)  # a real call yields to the loop; so does this one

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from workbench.display import Cell, Role, first_line
+from workbench.display import Cell, Role, Section, first_line
 from workbench.security.analyzer import Assessment
 
 if TYPE_CHECKING:
@@ -162,6 +163,11 @@ class Tool(Generic[A, Obs]):
         """What the model reads as the result."""
         return str(getattr(observation, "content", ""))
 
+    def human_text(self, observation: Obs, files: Path | None = None) -> str:
+        """What headless output prints as the result for a person (the model's text unless
+        the tool says otherwise); `files` is the session's folder of kept images."""
+        return self.observation_text(observation)
+
     def failed(self, observation: Obs) -> bool:
         """True when the result reports a failure (stuck detection compares those)."""
         return False
@@ -193,6 +199,26 @@ class Tool(Generic[A, Obs]):
         title = first_line(f"{self.name} {json.dumps(args, ensure_ascii=False)}")
         body = json.dumps(args, indent=2, ensure_ascii=False)
         return Cell(key, "action", "⚙", title, body, "code", "json")
+
+    def result_cell(self, key: str, action: A, outcome: Cell) -> Cell:
+        """One row for the action and its result (`outcome`, the result's own cell): the
+        action's title, the outcome at the right end; expanded, the action's text when the
+        title does not show it all, then the result's."""
+        cell = self.action_cell(key, action)
+        sections = (
+            [Section(outcome.body, outcome.body_format, outcome.lexer)] if outcome.body else []
+        )
+        if cell.body.strip() and cell.body.strip() != cell.title.strip():
+            sections.insert(0, Section(cell.body, cell.body_format, cell.lexer))
+        first, *rest = sections or [Section("")]
+        cell.body, cell.body_format, cell.lexer = first.text, first.body_format, first.lexer
+        cell.more = tuple(rest)
+        cell.summary = outcome.summary or f"{outcome.icon} {outcome.title}"
+        cell.summary_role = outcome.role
+        if outcome.role == "error":
+            cell.role = "error"
+        cell.image = outcome.image
+        return cell
 
     def observation_cell(self, key: str, observation: Obs) -> Cell | None:
         """The conversation cell of the result (None: nothing worth showing)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from sandbox.errors import SandboxError
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
-from workbench.display import Cell, Role, first_line, last_line, strip_ansi
+from workbench.display import Cell, Role, first_line, last_line, strip_ansi, telling_line
 from workbench.security.analyzer import Assessment, analyze_command
 from workbench.tools.base import ParseOptions, RuleSubject, Tool, ToolCallError, ToolContext, clip
 
@@ -169,7 +169,8 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
         else:
             icon, state = ("✓" if obs.exit_code == 0 else "✗"), f"exit {obs.exit_code}"
         role: Role = "observation" if obs.exit_code in (0, -1) else "error"
-        # A failing command usually says why on its last line; other output starts the title.
-        shown = last_line(content, 120) if role == "error" else first_line(content, 120)
+        # A failing command's most telling line (`fatal:`, an error, a traceback's end); other
+        # output ends with its summary as often as not (`12 passed`, `Done`).
+        shown = telling_line(content, 120) if role == "error" else last_line(content, 120)
         title = f"{state} · {lines} line{'s' if lines != 1 else ''} · {shown}"
         return Cell(key, role, icon, title.rstrip(" ·"), content, "text")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sandbox.protocol import BrowseAction, BrowseObservation
@@ -57,6 +58,18 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
         )
         return "\n".join([text, *files]) if files else text
 
+    def human_text(self, observation: BrowseObservation, files: Path | None = None) -> str:
+        """The page's URL and title (or the error), the screenshot by the path it was kept at,
+        any downloads; the page text and accessibility tree are for the model."""
+        obs = observation
+        lines = [f"[browser error] {obs.error}" if obs.error else f"{obs.title}".strip()]
+        lines.append(f"URL: {obs.url}")
+        if obs.screenshot:
+            kept = files / obs.screenshot if files else obs.screenshot_path or obs.screenshot
+            lines.append(f"[screenshot: {kept}]")
+        lines += [f"[downloaded: {path}]" for path in obs.downloads]
+        return "\n".join(line for line in lines if line)
+
     def failed(self, observation: BrowseObservation) -> bool:
         """The browser reported an error."""
         return bool(observation.error)
@@ -87,4 +100,6 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
         if obs.error:
             return Cell(key, "error", "@", f"{obs.action}: {first_line(obs.error)}", obs.error)
         title = f"{obs.title or obs.url} {obs.url}".strip()
-        return Cell(key, "observation", "@", title, obs.content, "text")
+        shot = " · screenshot" if obs.screenshot else ""
+        summary = f"✓ {obs.title} · {obs.url}" if obs.title else f"✓ {obs.url}"
+        return Cell(key, "observation", "@", title, obs.content, "text", summary=summary + shot)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from sandbox.protocol import FileEditAction, FileEditObservation
-from workbench.display import Cell, lexer_for_path
+from workbench.display import Cell, diff_counts, lexer_for_path
 from workbench.security.analyzer import Assessment, analyze_path_edit
 from workbench.tools.base import ParseOptions, RuleSubject, Tool, ToolCallError
 
@@ -106,6 +107,10 @@ class EditorTool(Tool[FileEditAction, FileEditObservation]):
         """`edit COMMAND PATH`."""
         return f"edit {action.command} {action.path}"
 
+    def human_text(self, observation: FileEditObservation, files: Path | None = None) -> str:
+        """A change prints its diff; a view, what was viewed."""
+        return observation.diff or observation.content
+
     def action_cell(self, key: str, action: FileEditAction) -> Cell:
         """The new file, the replacement as a diff, or the inserted text."""
         act = action
@@ -126,5 +131,29 @@ class EditorTool(Tool[FileEditAction, FileEditObservation]):
         obs = observation
         title = f"{obs.command} {obs.path}"
         if obs.diff:
-            return Cell(key, "observation", "✓", title, obs.diff, "code", "diff")
-        return Cell(key, "observation", "✓", title, obs.content, "text")
+            added, removed = diff_counts(obs.diff)
+            counts = f"+{added} −{removed}"  # noqa: RUF001
+            return Cell(
+                key,
+                "observation",
+                "✓",
+                f"{title} · {counts}",
+                obs.diff,
+                "code",
+                "diff",
+                summary=counts,
+            )
+        lines = len(obs.content.splitlines())
+        summary = f"✓ {lines} line{'s' if lines != 1 else ''}" if obs.command == "view" else "✓"
+        return Cell(key, "observation", "✓", title, obs.content, "text", summary=summary)
+
+    def result_cell(self, key: str, action: FileEditAction, outcome: Cell) -> Cell:
+        """One row: the command and path, `+N −M`; on expand the diff (which says what the
+        replacement did), else what the editor answered."""  # noqa: RUF002
+        cell = super().result_cell(key, action, outcome)
+        if outcome.body_format == "code" and outcome.lexer == "diff":
+            cell.body, cell.body_format, cell.lexer = outcome.body, "code", "diff"
+            cell.more = ()
+        elif action.command == "view":
+            cell.body, cell.body_format, cell.more = outcome.body, "text", ()
+        return cell

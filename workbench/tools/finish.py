@@ -65,5 +65,5 @@ class FinishTool(Tool[FinishAction, ThinkObservation]):
             action.message,
             "markdown",
             expanded=True,
-            label="finished" if done else "gave up",  # the expanded body repeats the title
+            inline=True,
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sandbox.protocol import IPythonAction, IPythonObservation
-from workbench.display import Cell, first_line, last_line, strip_ansi
+from workbench.display import Cell, first_line, strip_ansi, telling_line
 from workbench.security.analyzer import Assessment, analyze_python
 from workbench.tools.base import ParseOptions, RuleSubject, Tool
 
@@ -82,6 +83,14 @@ class IPythonTool(Tool[IPythonAction, IPythonObservation]):
         ]
         return "\n".join([text, *(line for line in where if line)])
 
+    def human_text(self, observation: IPythonObservation, files: Path | None = None) -> str:
+        """Output, each image by the path it was kept at, and the note."""
+        obs = observation
+        parts = [obs.content.rstrip("\n")]
+        parts += [f"[image: {files / name if files else name}]" for name in obs.images]
+        parts += [f"[{obs.note}]"] if obs.note else []
+        return "\n".join(part for part in parts if part) or "(no output)"
+
     def failed(self, observation: IPythonObservation) -> bool:
         """The cell raised."""
         return bool(observation.error)
@@ -111,9 +120,16 @@ class IPythonTool(Tool[IPythonAction, IPythonObservation]):
         """Titled by the first output line, or by the error for a failed cell."""
         obs = observation
         content = strip_ansi(obs.content)
-        extra = f" · {len(obs.images)} image(s)" if obs.images else ""
+        images = len(obs.images)
+        extra = f" · {images} image{'s' if images > 1 else ''}" if images else ""
         if obs.error:  # a traceback ends with what went wrong: that is the title
-            title = (last_line(content) or "the cell failed") + extra
-            return Cell(key, "error", "✗", title, content, "text")
+            title = (telling_line(content) or "the cell failed") + extra
+            return Cell(key, "error", "✗", title, content, "text", summary=f"✗ {title}")
         title = (first_line(content) or "(no output)") + extra
-        return Cell(key, "observation", "Out", title, content, "text")
+        lines = len(content.splitlines())
+        summary = f"✓ {lines} line{'s' if lines != 1 else ''}{extra}" if lines else "✓ no output"
+        if lines:
+            summary += f" · {first_line(content, 80)}"
+        elif images:
+            summary = f"✓ {extra[3:]}"
+        return Cell(key, "observation", "Out", title, content, "text", summary=summary)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from workbench.display import Cell, plain_line
@@ -44,9 +45,14 @@ class ThinkTool(Tool[ThinkAction, ThinkObservation]):
         """`think: ...`."""
         return f"think: {action.thought}"
 
+    def human_text(self, observation: ThinkObservation, files: Path | None = None) -> str:
+        """Nothing: the acknowledgement is for the model."""
+        return ""
+
     def action_cell(self, key: str, action: ThinkAction) -> Cell:
         """The thought, as Markdown."""
-        return Cell(key, "agent", "…", plain_line(action.thought), action.thought, "markdown")
+        thought = action.thought
+        return Cell(key, "agent", "…", plain_line(thought), thought, "markdown", inline=True)
 
     def observation_cell(self, key: str, observation: ThinkObservation) -> None:
         """The acknowledgement says nothing new."""

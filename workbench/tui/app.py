@@ -45,6 +45,7 @@ from workbench.tui.messages import (
     ConfirmationAnswered,
     EventArrived,
     MessageQueued,
+    ModelCallChanged,
     ProgressChanged,
     PromptSubmitted,
     QueuedMessagesReturned,
@@ -163,7 +164,7 @@ class WorkbenchApp(App[int]):
     def compose(self) -> ComposeResult:
         """Conversation and tool panes, confirmation panel, input, status, footer."""
         with Container(id="main"):
-            yield ConversationView(id="conversation")
+            yield ConversationView(id="conversation", clock=self.clock)
             with TabbedContent(id="tools", initial="tab-shell"):
                 with TabPane("Shell", id="tab-shell"):
                     yield ShellPane(id="shell")
@@ -300,6 +301,10 @@ class WorkbenchApp(App[int]):
     def on_event_arrived(self, message: EventArrived) -> None:
         """An event from the controller."""
         self.feed_event(message.event, message.live)
+
+    def on_model_call_changed(self, message: ModelCallChanged) -> None:
+        """A model call started, streamed, was retried or ended: the conversation shows it."""
+        self.query_one(ConversationView).show_activity(message.activity)
 
     def _route(self, event: Event, live: bool, account: bool = True) -> None:
         status = self.query_one(StatusBar)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.events import ActionEvent, ConfirmationRequestEvent, Event
+from workbench.events import ActionEvent, ConfirmationRequestEvent, Event, LLMActivity
 
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
@@ -234,13 +234,7 @@ class ControllerBackend:
         history, self._history = self._history, None
         self.session = new_log(self.config, parent=history)
         self._runtime_used = True
-        llm = make_llm(
-            self.config,
-            # Shown until the next attempt: a wait of 30 s must not look like nothing happening.
-            on_retry=lambda err, n, wait: self._notify(
-                err.retry_notice(n, wait), "warning", timeout=max(5.0, wait + 1.0)
-            ),
-        )
+        llm = make_llm(self.config)  # retries are events: the conversation shows them
         try:
             controller = await open_controller(
                 self.config, self.runtime, llm, self.session, confirm=self._confirm
@@ -250,6 +244,7 @@ class ControllerBackend:
             self.session = None
             raise
         controller.subscribe(self._on_event)
+        controller.subscribe_activity(self._on_activity)
         if self.app is not None:
             controller.subscribe_output(self.app.feed_output)
         if history is not None:
@@ -264,6 +259,12 @@ class ControllerBackend:
 
         if self.app is not None:
             self.app.post_message(EventArrived(event))
+
+    def _on_activity(self, activity: LLMActivity) -> None:
+        from workbench.tui.messages import ModelCallChanged
+
+        if self.app is not None:
+            self.app.post_message(ModelCallChanged(activity))
 
     def _post_waiting(self, text: str) -> None:
         from workbench.tui.messages import TaskWaiting

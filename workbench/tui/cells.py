@@ -9,7 +9,10 @@ Nothing here imports Textual, so building 10 000 cells costs only the string wor
 
 from __future__ import annotations
 
+import re
+
 from workbench.display import (
+    BodyFormat,
     Cell,
     Role,
     first_line,
@@ -25,6 +28,8 @@ from workbench.events import (
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    LLMActivity,
+    LLMRetryEvent,
     LLMWaitEvent,
     MessageEvent,
     ObservationEvent,
@@ -40,11 +45,14 @@ __all__ = [
     "first_line",
     "last_line",
     "lexer_for_path",
+    "llm_call_cell",
     "plain_line",
+    "result_cell",
     "strip_ansi",
     "thought_cell",
 ]
 
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 _SHOWN_STATES = {"paused", "awaiting_user", "finished", "error", "stopped"}
 STEP_LIMIT_HELP = (
     "The step limit is agent.max_iterations. Send a message to go on: "
@@ -77,53 +85,29 @@ def thought_cell(event: Event, live: bool = False) -> Cell | None:
     thought = event.thought.strip()
     if not thought:
         return None
-    return Cell(
-        f"e{event.id}t",
-        "agent",
-        "●",
-        plain_line(thought),
-        thought,
-        "markdown",
-        label="agent",
-        expanded=live and "\n" in thought,
-    )
+    return _message(f"e{event.id}t", "agent", "●", thought, "markdown", live)
+
+
+def _message(key: str, role: Role, icon: str, text: str, form: BodyFormat, live: bool) -> Cell:
+    """A message shown whole, wrapped (`inline`); collapsed, its first line."""
+    title = plain_line(text) if form == "markdown" else first_line(text)
+    return Cell(key, role, icon, title, text, form, expanded=live, inline=True)
 
 
 def cell_for_event(event: Event, live: bool = False) -> Cell | None:
     """The cell that shows `event`, or None for events the conversation leaves out.
 
     `live` cells (events of the running session) open messages and errors expanded; a loaded
-    session starts all collapsed, so opening 10 000 events renders only what is on screen.
+    session starts all collapsed (the view opens the messages near its end), so opening
+    10 000 events renders only what is on screen.
     """
     key = f"e{event.id}"
-    cell: Cell | None
     if isinstance(event, MessageEvent):
         if event.source == "user":
-            cell = Cell(key, "user", "❯", first_line(event.text), event.text, "text", label="you")  # noqa: RUF001
-            cell.expanded = live and "\n" in event.text.strip()
-        elif event.source == "environment":  # workbench itself speaking, e.g. a stuck warning
-            cell = Cell(
-                key,
-                "confirm",
-                "⚠",
-                first_line(event.text),
-                event.text,
-                "text",
-                label="workbench",
-                expanded=live,
-            )
-        else:
-            cell = Cell(
-                key,
-                "agent",
-                "●",
-                plain_line(event.text),
-                event.text,
-                "markdown",
-                label="agent",
-                expanded=live,
-            )
-        return cell
+            return _message(key, "user", "❯", event.text, "text", live)  # noqa: RUF001
+        if event.source == "environment":  # workbench itself speaking, e.g. a stuck warning
+            return _message(key, "confirm", "⚠", event.text, "text", live)
+        return _message(key, "agent", "●", event.text, "markdown", live)
     if isinstance(event, ActionEvent):
         # What the agent said beside the call is a cell of its own (`thought_cell`).
         return REGISTRY.for_action(event.action).action_cell(key, event.action)
@@ -172,6 +156,18 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
             "text",
             expanded=live,
         )
+    if isinstance(event, LLMRetryEvent):  # the provider's own words (often JSON) on expand
+        status = _HTTP_STATUS.search(event.message)
+        what = event.error_kind.replace("_", " ")
+        what += f" error (HTTP {status.group(1)})" if status else " error"
+        return Cell(
+            key,
+            "error",
+            "↻",
+            f"model call failed: {what} · retry {event.retry} in {event.wait_s:.1f} s",
+            f"{event.model}: {event.message}",
+            "text",
+        )
     if isinstance(event, LLMWaitEvent):  # a long wait must not look like nothing happening
         until = f" · gives up at {event.deadline_s:g} s" if event.deadline_s else ""
         return Cell(
@@ -181,3 +177,34 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
             f"waiting for {event.model} · no answer after {event.waited_s:g} s{until}",
         )
     return None  # LLM accounting goes to the status bar
+
+
+def result_cell(action: ActionEvent, observation: ObservationEvent) -> Cell | None:
+    """One row for an action and its result: the action, its outcome at the right (None when
+    the result has no cell: the action's own cell stays)."""
+    outcome = REGISTRY.for_observation(observation.observation).observation_cell(
+        f"e{observation.id}", observation.observation
+    )
+    if outcome is None:
+        return None
+    return REGISTRY.for_action(action.action).result_cell(f"e{action.id}", action.action, outcome)
+
+
+def llm_call_cell(activity: LLMActivity, now: float, retries: int = 0) -> Cell:
+    """The model call in flight: its model and elapsed time (`now` - start, monotonic), what
+    it has streamed so far shown whole."""
+    elapsed = max(0.0, now - activity.started)
+    again = f" · retry {retries}" if retries else ""
+    title = f"{activity.model or 'the model'} · {elapsed:.0f} s{again}"
+    if not activity.text:
+        return Cell("llm-live", "state", "◌", f"thinking · {title}")
+    return Cell(
+        "llm-live",
+        "agent",
+        "●",
+        f"writing · {title}",
+        f"{activity.text}▌\n\n_writing · {title}_",
+        "markdown",
+        expanded=True,
+        inline=True,
+    )

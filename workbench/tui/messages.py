@@ -6,7 +6,7 @@ from typing import Literal
 
 from textual.message import Message
 
-from workbench.events import Event
+from workbench.events import Event, LLMActivity
 
 ConfirmAnswer = Literal["approve", "reject", "always"]
 
@@ -18,6 +18,14 @@ class EventArrived(Message):
         super().__init__()
         self.event = event
         self.live = live
+
+
+class ModelCallChanged(Message):
+    """A model call started, streamed text, was retried or ended (shown, never logged)."""
+
+    def __init__(self, activity: LLMActivity) -> None:
+        super().__init__()
+        self.activity = activity
 
 
 class ProgressChanged(Message):

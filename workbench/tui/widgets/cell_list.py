@@ -38,6 +38,10 @@ MAX_BODY_LINES = 400
 MIN_IMAGE_ROWS = 12
 """Images are drawn at most as high as the view, but never cut below this many rows."""
 _CACHE_SIZE = 256
+_INLINE_INDENT = 4
+"""Columns before an inline cell's text: the marker, the icon and a space."""
+_BLOCK_STARTS = frozenset("#>-*+|`~=_0123456789")
+"""First characters of Markdown that renders as more than its own line (headings, lists)."""
 _ROLE_VARIABLE = {
     "user": "wb-user",
     "agent": "wb-agent",
@@ -118,10 +122,25 @@ class CellList(ScrollView, can_focus=True):
         """Put `cell` in place of the cell at `index` (e.g. an output that grew)."""
         old = self.cells[index].key
         self._bodies.pop(old, None)
+        self._bodies.pop(cell.key, None)
         for key in [key for key in self._headers if key[0] in (old, cell.key)]:
             del self._headers[key]
         self.cells[index] = cell
         self._update_height(index)
+
+    def pop_cell(self) -> Cell | None:
+        """Remove the last cell and return it (None when there is none)."""
+        if not self.cells:
+            return None
+        cell = self.cells.pop()
+        self._bodies.pop(cell.key, None)
+        self._headers = {key: strip for key, strip in self._headers.items() if key[0] != cell.key}
+        self._starts.pop()
+        self._total -= self._heights.pop()
+        self.cursor = min(self.cursor, len(self.cells) - 1)
+        self._update_size()
+        self.refresh()
+        return cell
 
     def clear(self) -> None:
         """Remove every cell."""
@@ -189,17 +208,37 @@ class CellList(ScrollView, can_focus=True):
     def _height(self, cell: Cell) -> int:
         if not cell.expanded or not cell.expandable:
             return 1
+        if cell.inline:
+            return 1 if self._fits_title(cell) else max(1, len(self._body(cell)))
         return 1 + len(self._body(cell))
+
+    def _fits_title(self, cell: Cell) -> bool:
+        """An inline cell whose text is one short line: its title row shows all of it (no
+        rendering needed, which keeps a loaded session's many short messages cheap)."""
+        body = cell.body.strip()
+        return (
+            cell.image is None
+            and not cell.more
+            and "\n" not in body
+            and len(body) <= self._content_width() - _INLINE_INDENT
+            and body[:1] not in _BLOCK_STARTS
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         """Bodies wrap to the width, so a new width means new heights; the end stays in view."""
         following = self.follow
-        if self._content_width() != self._body_width:
-            self._bodies.clear()
-            self._relayout_from(0)
+        self._rewrap_if_resized()
         if following:  # e.g. the confirmation panel came or went and the pane changed height
             self.follow = True
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
+    def _rewrap_if_resized(self) -> None:
+        """Bodies rendered for another width (the pane, or a scrollbar that came or went,
+        changed it) are rendered again, and the heights follow."""
+        if self._bodies and self._content_width() != self._body_width:
+            self._bodies.clear()
+            self._headers.clear()  # an open message's title row is its body's first row
+            self._relayout_from(0)
 
     # ------------------------------------------------------------------ rendering
 
@@ -219,22 +258,21 @@ class CellList(ScrollView, can_focus=True):
             self._styles[role] = style
         return style
 
-    def _renderable(self, cell: Cell) -> RenderableType:
-        body = cell.body
+    def _renderable(self, body: str, body_format: str, lexer: str) -> RenderableType:
         if body.count("\n") > MAX_BODY_LINES:
             lines = body.splitlines()
             body = "\n".join(lines[:MAX_BODY_LINES])
             body += f"\n… {len(lines) - MAX_BODY_LINES} more lines (e: open in $EDITOR)"
         # Markdown and Syntax pull in markdown-it and Pygments (~80 ms): not before the first paint.
-        if cell.body_format == "markdown":
+        if body_format == "markdown":
             from rich.markdown import Markdown
 
             return Markdown(body, code_theme=self._pygments)
-        if cell.body_format == "code":
+        if body_format == "code":
             from rich.syntax import Syntax
 
             return Syntax(
-                body, cell.lexer, theme=self._pygments, word_wrap=True, background_color="default"
+                body, lexer, theme=self._pygments, word_wrap=True, background_color="default"
             )
         return Text(body)
 
@@ -245,18 +283,31 @@ class CellList(ScrollView, can_focus=True):
             return cached
         width = self._content_width()
         self._body_width = width
-        inner = max(8, width - 2)
+        inner = max(8, width - (_INLINE_INDENT if cell.inline else 2))
         console = self.app.console
         options = console.options.update(
             width=inner, min_width=inner, max_width=inner, height=None, highlight=False
         )
         base = self.base_style
-        gutter = Segment("│ ", base + self._style(cell.role) + Style(dim=True))
+        if cell.inline:  # the text wraps under its first row, which the title row shows
+            gutter = Segment(" " * _INLINE_INDENT, base)
+        else:
+            gutter = Segment("│ ", base + self._style(cell.role) + Style(dim=True))
         # Code styles paint their own background; the pane's background wins.
         flat = Style(bgcolor=base.bgcolor)
         strips: list[Strip] = []
-        if cell.body:
-            lines = console.render_lines(self._renderable(cell), options, pad=False)
+        sections = [(cell.body, cell.body_format, cell.lexer)] if cell.body else []
+        sections += [(part.text, part.body_format, part.lexer) for part in cell.more if part.text]
+        for number, section in enumerate(sections):
+            if number:
+                strips.append(Strip([gutter]))
+            lines = console.render_lines(self._renderable(*section), options, pad=False)
+            # Markdown pads its paragraphs, and a text's final newline makes a row: no blank
+            # rows at the end (nor, where the text starts on the title row, at the start).
+            while lines and not "".join(seg.text for seg in lines[-1]).strip():
+                lines.pop()
+            while cell.inline and lines and not "".join(seg.text for seg in lines[0]).strip():
+                lines.pop(0)
             strips.extend(Strip([gutter, *Segment.apply_style(line, base, flat)]) for line in lines)
         if cell.image is not None:
             strips.extend(
@@ -291,24 +342,48 @@ class CellList(ScrollView, can_focus=True):
             return cached
         if len(self._headers) > 4096:
             self._headers.clear()
-        marker = ("▾ " if cell.expanded else "▸ ") if cell.expandable else "  "
-        role = self._style(cell.role)
-        title = cell.label if cell.expanded and cell.label else cell.title
-        text = Text.assemble(
-            (marker, role + Style(dim=True)),
-            (cell.icon + " ", role + Style(bold=True)),
-            (title.replace("\n", " "), role),
-            no_wrap=True,
-            end="",
-        )
-        text.truncate(width, overflow="ellipsis")
-        strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.base_style)
+        strip = self._title_strip(cell, width)
         if mode == 2:
             strip = strip.apply_style(Style(reverse=True))
         elif mode == 1:
             strip = strip.apply_style(Style(underline=True))
         self._headers[key] = strip
         return strip
+
+    def _title_strip(self, cell: Cell, width: int) -> Strip:
+        """The title row: marker, icon, title (or an open inline cell's first row of text),
+        and the summary at the right end."""
+        role = self._style(cell.role)
+        inline = cell.inline and cell.expanded and cell.expandable
+        if inline and self._fits_title(cell):
+            marker = "  "  # nothing more to show: no expand marker
+        else:
+            marker = ("▾ " if cell.expanded else "▸ ") if cell.expandable else "  "
+        head = Text.assemble(
+            (marker, role + Style(dim=True)),
+            (cell.icon + " ", role + Style(bold=True)),
+            no_wrap=True,
+            end="",
+        )
+        console = self.app.console
+        if inline and not self._fits_title(cell):
+            body = self._body(cell)
+            head.truncate(_INLINE_INDENT, pad=True)
+            first = body[0].crop(_INLINE_INDENT) if body else Strip([])
+            row = Strip.join([Strip(head.render(console), head.cell_len), first])
+            return row.apply_style(self.base_style)
+        title = cell.label if cell.expanded and cell.label else cell.title
+        head.append(title.replace("\n", " "), role)
+        summary = cell.summary if not inline else ""
+        if summary:
+            shown = Text(summary, self._style(cell.summary_role or cell.role), no_wrap=True, end="")
+            shown.truncate(max(12, width // 2), overflow="ellipsis")
+            room = max(1, width - shown.cell_len - 1)
+            head.truncate(room, overflow="ellipsis")
+            head.append(" " * (room - head.cell_len + 1), role)
+            head.append_text(shown)
+        head.truncate(width, overflow="ellipsis")
+        return Strip(head.render(console), head.cell_len).apply_style(self.base_style)
 
     def _empty_line(self, width: int) -> Strip:
         text = Text.assemble((self.empty_text, self._style("state")), no_wrap=True, end="")
@@ -318,6 +393,7 @@ class CellList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """The row `y` rows below the top of the view."""
+        self._rewrap_if_resized()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         row = scroll_y + y
@@ -327,11 +403,13 @@ class CellList(ScrollView, can_focus=True):
             return Strip.blank(width, self.base_style)
         index = bisect.bisect_right(self._starts, row) - 1
         offset = row - self._starts[index]
+        cell = self.cells[index]
         if offset == 0:
             strip = self._header(index, width)
         else:
-            body = self._body(self.cells[index])
-            strip = body[offset - 1] if offset - 1 < len(body) else Strip.blank(width)
+            body = self._body(cell)
+            line = offset if cell.inline else offset - 1  # an inline cell's row 0 is its title
+            strip = body[line] if line < len(body) else Strip.blank(width)
         return strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
 
     # ------------------------------------------------------------------ navigation

@@ -1,20 +1,42 @@
-"""The conversation pane: every session event as a compact cell, in one virtualized widget."""
+"""The conversation pane: every session event as a compact cell, in one virtualized widget.
+
+An action and its result share one row (`result_cell`): the result, when it comes, replaces
+the action's cell. A model call in flight is the last row (`show_activity`): its elapsed time
+ticks, the reply streams into it, and it goes when the call ends.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
-from typing import ClassVar
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.binding import Binding, BindingType
 
-from workbench.events import Event
-from workbench.tui.cells import Cell, cell_for_event, first_line, thought_cell
+from workbench.events import ActionEvent, Event, LLMActivity, ObservationEvent
+from workbench.tui.cells import (
+    Cell,
+    cell_for_event,
+    first_line,
+    llm_call_cell,
+    result_cell,
+    thought_cell,
+)
 from workbench.tui.messages import BranchRequested, RewindRequested
 from workbench.tui.widgets.cell_list import CellList
 
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
 _EVENT_KEY = re.compile(r"e(\d+)")
+OPEN_TAIL = 200
+"""A loaded session shows the messages of its last this many cells whole (older ones as their
+first line, one key away): the heights of thousands of wrapped texts are not computed up front."""
+TICK_S = 0.1
+"""How often the model-call row is redrawn while text streams (its clock shows seconds)."""
+_LIVE_KEY = "llm-live"
 
 
 class ConversationView(CellList):
@@ -28,9 +50,18 @@ class ConversationView(CellList):
 
     empty_text = "No task yet: type one below and press enter."
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, clock: Callable[[], float] | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "conversation"
+        self.clock = clock or time.monotonic
+        """The time the model-call row counts from (`time.monotonic`, as the controller's)."""
+        self._actions: dict[int, tuple[int, ActionEvent]] = {}
+        """Actions waiting for their result: their cell's index, and the action."""
+        self._activity: LLMActivity | None = None
+        self._retries = 0
+        self._shown = ""
+        """The model-call row's title and text as last drawn (redrawn only when they change)."""
+        self._ticker: Timer | None = None
 
     def show_image(self, key: str, data: bytes) -> None:
         """Draw `data` (a PNG or JPEG) below the body of the cell `key` (a tool's result)."""
@@ -48,14 +79,89 @@ class ConversationView(CellList):
             self.empty_text = type(self).empty_text
         self.refresh()
 
+    def clear(self) -> None:
+        """Remove every cell (and forget the actions waiting for a result)."""
+        self._actions.clear()
+        self._end_activity()
+        super().clear()
+
     def add_events(self, events: Iterable[Event], live: bool = True) -> None:
-        """Append the cells of `events` (those the conversation shows)."""
+        """Append the cells of `events` (those the conversation shows); a result goes into
+        its action's row."""
+        live_row = self.pop_cell() if self._has_live_row() else None
+        base = len(self.cells)
         cells: list[Cell] = []
         for event in events:
+            if isinstance(event, ObservationEvent) and event.cause in self._actions:
+                index, action = self._actions.pop(event.cause)
+                merged = result_cell(action, event)
+                if merged is not None:
+                    if index >= base:
+                        merged.expanded = cells[index - base].expanded
+                        cells[index - base] = merged
+                    else:
+                        merged.expanded = self.cells[index].expanded
+                        self.replace_cell(index, merged)
+                    continue
             for cell in (thought_cell(event, live), cell_for_event(event, live=live)):
-                if cell is not None:
-                    cells.append(cell)
+                if cell is None:
+                    continue
+                if isinstance(event, ActionEvent) and not cell.key.endswith("t"):
+                    self._actions[event.id] = (base + len(cells), event)
+                cells.append(cell)
+        if not live:
+            for cell in cells[-OPEN_TAIL:]:
+                cell.expanded = cell.expanded or cell.inline
         self.add_cells(cells)
+        if live_row is not None:
+            self.add_cells([live_row])
+
+    # ------------------------------------------------------------------ the model call
+
+    def show_activity(self, activity: LLMActivity) -> None:
+        """A model call started, streamed, was retried or ended: update its row."""
+        if activity.phase == "end":
+            self._end_activity()
+            return
+        if activity.phase == "start":
+            self._retries = 0
+        elif activity.phase == "retry":
+            self._retries += 1
+        self._activity = activity
+        if self._ticker is None:
+            self._ticker = self.set_interval(TICK_S, self._draw_activity)
+        self._draw_activity()
+
+    def _has_live_row(self) -> bool:
+        return bool(self.cells) and self.cells[-1].key == _LIVE_KEY
+
+    def _draw_activity(self) -> None:
+        if self._activity is None:
+            return
+        cell = llm_call_cell(self._activity, self.clock(), self._retries)
+        drawn = f"{cell.title}\0{cell.body}"
+        if drawn == self._shown and self._has_live_row():
+            return
+        self._shown = drawn
+        following = self.follow
+        if self._has_live_row():
+            self.replace_cell(len(self.cells) - 1, cell)
+        else:
+            self.add_cells([cell])
+        if following:
+            self.cursor = len(self.cells) - 1
+            self.scroll_end(animate=False, immediate=True)
+
+    def _end_activity(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+        self._activity = None
+        self._shown = ""
+        if self._has_live_row():
+            self.pop_cell()
+
+    # ------------------------------------------------------------------ branching
 
     def event_id_at_cursor(self) -> int | None:
         """The id of the event the cell under the cursor shows (None without one)."""
