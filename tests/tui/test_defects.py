@@ -72,11 +72,15 @@ async def test_a_click_on_a_cell_toggles_that_cell(
         index = next(i for i, cell in enumerate(view.cells) if "echo clicked" in cell.title)
         row = next(y for y, text in enumerate(rows) if "echo clicked" in text)
         top = view.content_region.y - view.region.y  # the border above the first row
+        before = [cell.expanded for cell in view.cells]
         await pilot.click(ConversationView, offset=(4, top + row))
         await pilot.pause()
         assert view.cursor == index
-        assert view.cells[index].expanded
-        assert not any(cell.expanded for i, cell in enumerate(view.cells) if i != index)
+        after = [cell.expanded for cell in view.cells]
+        assert after[index] != before[index]  # the clicked cell toggled ...
+        assert [e for i, e in enumerate(after) if i != index] == [
+            e for i, e in enumerate(before) if i != index
+        ]  # ... and no other
 
 
 async def test_f6_and_f7_act_while_the_input_box_has_the_focus(

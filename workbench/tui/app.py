@@ -220,9 +220,9 @@ class WorkbenchApp(App[int]):
             raise FileNotFoundError(name)
         return await self.backend.load_artifact(name)
 
-    async def _draw_result_image(self, key: str, name: str) -> None:
+    async def _draw_result_image(self, keys: tuple[str, ...], name: str) -> None:
         data = await self.load_artifact(name)
-        self.query_one(ConversationView).show_image(key, data)
+        self.query_one(ConversationView).show_image(keys, data)
 
     def _start_backend(self) -> None:
         if self.backend is not None:
@@ -321,7 +321,9 @@ class WorkbenchApp(App[int]):
             observation = event.observation
             if isinstance(observation, ToolResultObservation) and observation.images:
                 # An MCP tool's picture, drawn in its result's cell once fetched.
-                work = self._draw_result_image(f"e{event.id}", observation.images[0])
+                work = self._draw_result_image(
+                    (f"e{event.id}", f"e{event.cause}"), observation.images[0]
+                )
                 self._background(work, "image")
         elif isinstance(event, ConfirmationRequestEvent):
             pane = self._pane_of(self.actions.get(event.cause))

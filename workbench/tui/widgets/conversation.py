@@ -63,12 +63,14 @@ class ConversationView(CellList):
         """The model-call row's title and text as last drawn (redrawn only when they change)."""
         self._ticker: Timer | None = None
 
-    def show_image(self, key: str, data: bytes) -> None:
-        """Draw `data` (a PNG or JPEG) below the body of the cell `key` (a tool's result)."""
-        for index, cell in enumerate(self.cells):
-            if cell.key == key:
-                self.replace_cell(index, dataclasses.replace(cell, image=data))
-                return
+    def show_image(self, keys: tuple[str, ...], data: bytes) -> None:
+        """Draw `data` (a PNG or JPEG) below the body of the first cell found among `keys`
+        (a tool's result: its own cell, else the row its action shares with it)."""
+        for key in keys:
+            for index, cell in enumerate(self.cells):
+                if cell.key == key:
+                    self.replace_cell(index, dataclasses.replace(cell, image=data))
+                    return
 
     def show_waiting_task(self, task: str) -> None:
         """Say that `task` starts once start-up is done ("" goes back to the usual hint)."""
