@@ -89,3 +89,11 @@ class BranchRequested(Message):
     def __init__(self, event_id: int) -> None:
         super().__init__()
         self.event_id = event_id
+
+
+class StrayKey(Message):
+    """A letter typed where it does nothing (the conversation): it belongs in the input box."""
+
+    def __init__(self, character: str) -> None:
+        super().__init__()
+        self.character = character

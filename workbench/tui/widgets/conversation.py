@@ -6,14 +6,21 @@ import re
 from collections.abc import Iterable
 from typing import ClassVar
 
+from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.strip import Strip
 
 from workbench.events import Event
 from workbench.tui.cells import Cell, cell_for_event, first_line, thought_cell
-from workbench.tui.messages import BranchRequested
+from workbench.tui.messages import BranchRequested, StrayKey
 from workbench.tui.widgets.cell_list import CellList
 
 _EVENT_KEY = re.compile(r"e(\d+)")
+CELL_KEYS = frozenset({"j", "k", "c", "e", "b", "space"})
+"""The printable keys that act on the cell under the cursor; other letters are typed."""
+KEYS_HINT = "j/k move · enter expand · c copy · e editor · b branch · letters type"
+NO_CELL_HINT = "no cell yet · letters go to the input box"
 
 
 class ConversationView(CellList):
@@ -28,6 +35,64 @@ class ConversationView(CellList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "conversation"
+        self.welcome: list[Text] = []
+        """Shown under `empty_text` while there are no cells (see `set_welcome`)."""
+
+    def set_welcome(self, workspace: str, model: str) -> None:
+        """The welcome shown while the conversation is empty: the workspace, the model, the
+        keys that matter; the workspace stays in the border title."""
+        self.border_title = f"conversation · {workspace}"
+        key, muted = "bold", "dim"
+        self.welcome = [
+            Text(""),
+            Text.assemble(("workspace  ", muted), workspace),
+            Text.assemble(
+                ("model      ", muted),
+                model or "none set",
+                ("  ctrl+s", key),
+                (" to change", muted),
+            ),
+            Text(""),
+            Text.assemble(("enter      ", key), "send a task (queued while the agent works)"),
+            Text.assemble(("F1         ", key), "help: every key (? too, outside the input box)"),
+            Text.assemble(("esc esc    ", key), "interrupt the agent"),
+        ]
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        """The welcome while there are no cells, else the cells."""
+        row = round(self.scroll_y) + y
+        if self.cells or not 1 <= row <= len(self.welcome):
+            return super().render_line(y)
+        width = self.scrollable_content_region.width
+        text = self.welcome[row - 1].copy()
+        if text.cell_len > width and text.plain.startswith("workspace"):  # keep its end
+            text = Text.assemble(("workspace  ", "dim"), "…" + text.plain[-(width - 12) :])
+        text.no_wrap, text.end = True, ""
+        text.truncate(width, overflow="ellipsis")
+        strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.base_style)
+        return strip.crop_extend(0, width, self.base_style)
+
+    def on_key(self, event: events.Key) -> None:
+        """A letter that is not a cell's key (any letter while there is no cell) goes to the
+        input box and is typed there."""
+        if not event.is_printable or event.character is None or event.key == "question_mark":
+            return
+        if self.cells and event.key in CELL_KEYS:
+            return
+        event.stop()
+        event.prevent_default()
+        self.post_message(StrayKey(event.character))
+
+    def on_focus(self, event: events.Focus) -> None:
+        """Say in the border which keys act on cells."""
+        self.border_subtitle = KEYS_HINT if self.cells else NO_CELL_HINT
+        super().on_focus(event)
+
+    def on_blur(self, event: events.Blur) -> None:
+        """See `on_focus`."""
+        self.border_subtitle = ""
+        super().on_blur(event)
 
     def show_waiting_task(self, task: str) -> None:
         """Say that `task` starts once start-up is done ("" goes back to the usual hint)."""
