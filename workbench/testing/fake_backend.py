@@ -29,6 +29,8 @@ class FakeBackend:
         self.artifacts = dict(artifacts or {})
         self.sent: list[str] = []
         self.answers: list[str] = []
+        self.reasons: list[str] = []
+        """The reason given with each answer ("" for none)."""
         self.shell: list[str] = []
         self.calls: list[str] = []
         """`start`, `pause`, `resume`, `stop`, `new_session`, `close`, in the order called."""
@@ -50,10 +52,16 @@ class FakeBackend:
         self.sent.append(text)
 
     async def answer(
-        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+        self,
+        cause: int,
+        answer: str,
+        rules: Sequence[str] = (),
+        target: Path | None = None,
+        reason: str = "",
     ) -> None:
-        """Keep the answer (and the rules "always" saves, with their file)."""
+        """Keep the answer (and the rules "always" saves, with their file; a reason)."""
         self.answers.append(answer)
+        self.reasons.append(reason)
         if answer == "always":
             self.saved_rules.append((tuple(rules), target))
 

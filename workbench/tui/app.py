@@ -455,7 +455,8 @@ class WorkbenchApp(App[int]):
             return
         self.query_one(PromptInput).focus()
         if self.backend is not None:
-            self._background(self.backend.answer(message.cause, message.answer), "answer")
+            work = self.backend.answer(message.cause, message.answer, reason=message.reason)
+            self._background(work, "answer")
 
     def _offer_allow_rules(self, cause: int) -> None:
         """Show the rules "always allow" proposes; saved, they answer the panel's request."""

@@ -61,10 +61,12 @@ class QueuedMessagesReturned(Message):
 class ConfirmationAnswered(Message):
     """The person answered the confirmation panel."""
 
-    def __init__(self, cause: int, answer: ConfirmAnswer) -> None:
+    def __init__(self, cause: int, answer: ConfirmAnswer, reason: str = "") -> None:
         super().__init__()
         self.cause = cause
         self.answer = answer
+        self.reason = reason
+        """Why it was rejected, in the person's words (for the agent); may be empty."""
 
 
 class PromptSubmitted(Message):
