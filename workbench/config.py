@@ -51,6 +51,7 @@ __all__ = [
     "UIConfig",
     "add_to_list",
     "allowed_text",
+    "check_setting",
     "env_names",
     "known_keys",
     "load_config",
@@ -456,8 +457,8 @@ def require_sandbox(config: Config) -> None:
 # --------------------------------------------------------------------------- writing back
 
 
-def save_setting(path: Path, dotted_key: str, value: Any) -> None:
-    """Set one key in the TOML file at `path`, keeping its comments; the file ends up 0600."""
+def check_setting(path: Path, dotted_key: str, value: Any) -> Any:
+    """`value` as `dotted_key` stores it, or a ConfigError saying what is allowed."""
     if dotted_key not in _KEYS:
         raise ConfigError(
             f"cannot save '{dotted_key}': unknown key.{_suggest(dotted_key)}", key=dotted_key
@@ -470,8 +471,12 @@ def save_setting(path: Path, dotted_key: str, value: Any) -> None:
     node: Any = checked
     for part in dotted_key.split("."):
         node = getattr(node, part)
-    if isinstance(node, SecretStr):
-        node = node.get_secret_value()
+    return node.get_secret_value() if isinstance(node, SecretStr) else node
+
+
+def save_setting(path: Path, dotted_key: str, value: Any) -> None:
+    """Set one key in the TOML file at `path`, keeping its comments; the file ends up 0600."""
+    node = check_setting(path, dotted_key, value)
     target = Path(path).expanduser().resolve()
     text = target.read_text(encoding="utf-8-sig") if target.exists() else ""
     try:

@@ -68,10 +68,10 @@ async def test_help_lists_every_binding_and_closes_with_esc(tmp_path: Path) -> N
         assert isinstance(app.screen, HelpScreen)
     every = {what for group in key_groups(app) for _, what in group.keys}
     for binding in app.BINDINGS:
-        assert binding.description in every  # type: ignore[union-attr]
+        assert binding.tooltip in every  # type: ignore[union-attr]
     for what in ("Approve", "Reject", "Always", "Copy", "Branch", "Page text", "Interrupt"):
         assert what in every, what
-    assert "Rules" in shown and "Settings" in shown and "Interrupt the agent" in shown
+    assert "rules in effect" in shown and "Settings" in shown and "interrupt the agent" in shown
     assert "Everywhere" in shown and "Input box" in shown
 
 

@@ -33,7 +33,8 @@ class FakeBackend:
         """The reason given with each answer ("" for none)."""
         self.shell: list[str] = []
         self.calls: list[str] = []
-        """`start`, `pause`, `resume`, `stop`, `new_session`, `close`, in the order called."""
+        """`start`, `pause`, `resume`, `stop`, `new_session`, `settings_changed`, `close`, in
+        the order called."""
         self.continued: list[tuple[Path, str, int | None]] = []
         """(log, message, upto) of each `continue_session`."""
         self.log: Path | None = None
@@ -72,6 +73,10 @@ class FakeBackend:
     def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
         """An empty rule list is the one mistake it knows."""
         return [] if any(rule.strip() for rule in rules) else ["give at least one rule"]
+
+    def settings_changed(self) -> None:
+        """Record it."""
+        self.calls.append("settings_changed")
 
     async def shell_input(self, text: str) -> None:
         """Keep what was typed into the shell."""

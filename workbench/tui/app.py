@@ -100,23 +100,53 @@ class WorkbenchApp(App[int]):
     """The tool panes, by id (each in its own tab)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "toggle_tools", "Tools"),
-        Binding("f3", "show_pane('shell')", "Shell", show=False),
-        Binding("f4", "show_pane('jupyter')", "Jupyter", show=False),
-        Binding("f5", "show_pane('browser')", "Browser", show=False),
-        Binding("f6", "maximize_pane", "Max", show=False),
-        Binding("f7", "resize_tools(-5)", "Narrower", show=False),
-        Binding("f8", "resize_tools(5)", "Wider", show=False),
-        Binding("f9", "toggle_pause", "Pause"),
-        Binding("f10", "stop", "Stop"),
-        Binding("ctrl+n", "new_session", "New", show=False),
-        Binding("ctrl+o", "open_session", "Open", show=False),
-        Binding("ctrl+s", "settings", "Settings"),
-        Binding("ctrl+t", "change_theme", "Theme", show=False),
-        Binding("ctrl+r", "rules", "Rules", show=False),
-        Binding("f1,question_mark", "help", "Help"),
-        Binding("escape", "escape", "Close · twice: interrupt", show=False),
-        Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
+        Binding("f2", "toggle_tools", "Tools", tooltip="Show or hide the tool panes"),
+        Binding("f3", "show_pane('shell')", "Shell", show=False, tooltip="The shell pane"),
+        Binding("f4", "show_pane('jupyter')", "Jupyter", show=False, tooltip="The Jupyter pane"),
+        Binding("f5", "show_pane('browser')", "Browser", show=False, tooltip="The browser pane"),
+        Binding(
+            "f6",
+            "maximize_pane",
+            "Max",
+            show=False,
+            tooltip="Maximize the focused pane (again: restore)",
+        ),
+        Binding("f7", "resize_tools(-5)", "Narrower", show=False, tooltip="Tool panes narrower"),
+        Binding("f8", "resize_tools(5)", "Wider", show=False, tooltip="Tool panes wider"),
+        Binding("f9", "toggle_pause", "Pause", tooltip="Pause the agent after its step, or resume"),
+        Binding("f10", "stop", "Stop", tooltip="Stop the agent"),
+        Binding("ctrl+n", "new_session", "New", show=False, tooltip="New session"),
+        Binding("ctrl+o", "open_session", "Open", show=False, tooltip="Open a saved session"),
+        Binding(
+            "ctrl+s",
+            "settings",
+            "Settings",
+            tooltip="Settings: model, confirmation, streaming, theme, step limit",
+        ),
+        Binding("ctrl+t", "change_theme", "Theme", show=False, tooltip="Try another theme"),
+        Binding(
+            "ctrl+r",
+            "rules",
+            "Rules",
+            show=False,
+            tooltip="Confirmation rules in effect; remove one",
+        ),
+        Binding("f1,question_mark", "help", "Help", tooltip="This help (? outside the input box)"),
+        Binding(
+            "escape",
+            "escape",
+            "Close",
+            show=False,
+            tooltip="Close what is open, back to the input box; twice quickly: interrupt the agent",
+        ),
+        Binding(
+            "ctrl+q",
+            "request_quit",
+            "Quit",
+            show=False,
+            priority=True,
+            tooltip="Quit (asks first while the agent works)",
+        ),
     ]
 
     def __init__(
@@ -734,7 +764,18 @@ class WorkbenchApp(App[int]):
         """Open the settings screen."""
         from workbench.tui.screens.settings import SettingsScreen
 
-        self.push_screen(SettingsScreen(self.config, self.config_path))
+        def saved(changed: bool | None) -> None:
+            if not changed or self.config is None:
+                return
+            config = self.config
+            self.query_one(StatusBar).set(
+                model=config.llm.model, max_steps=config.agent.max_iterations
+            )
+            self.query_one(ConversationView).set_welcome(self._workspace_shown(), config.llm.model)
+            if self.backend is not None:
+                self.backend.settings_changed()
+
+        self.push_screen(SettingsScreen(self.config, self.config_path), saved)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Palette entries for everything the footer keys do (Textual's own "Maximize", which
@@ -787,7 +828,6 @@ def key_groups(app: WorkbenchApp) -> list[KeyGroup]:
             "Everywhere",
             (
                 *describe(app, everywhere),
-                ("esc esc", "Interrupt the agent (esc twice, quickly)"),
                 (
                     app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "")),
                     "Command palette: every action by name, with its key",

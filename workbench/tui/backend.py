@@ -78,6 +78,10 @@ class Backend(Protocol):
     def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
         """What is wrong with `rules` as edited for action `cause` (empty: they are fine)."""
 
+    def settings_changed(self) -> None:
+        """The settings screen changed the config: apply what a running session copied from
+        it (the step limit)."""
+
     async def shell_input(self, text: str) -> None:
         """Send text or a key (`C-c`) to the running shell command."""
 

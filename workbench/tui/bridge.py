@@ -359,6 +359,12 @@ class ControllerBackend:
             listed = ", ".join(map(repr, rules))
             self._notify(f"Saved allow rule{'s' if len(rules) > 1 else ''} {listed} to {path}")
 
+    def settings_changed(self) -> None:
+        """The settings screen changed the config: the running session's step limit follows
+        (the policy, streaming and the model are read from the config at each use)."""
+        if self.controller is not None:
+            self.controller.max_iterations = self.config.agent.max_iterations
+
     async def answer(
         self,
         cause: int,

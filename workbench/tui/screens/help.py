@@ -42,10 +42,10 @@ def bindings_of(cls: type, own_only: bool = True) -> list[Binding]:
 
 
 def describe(app: App[Any], bindings: Iterable[Binding]) -> tuple[tuple[str, str], ...]:
-    """Each binding as (its keys as the footer shows them, its description)."""
+    """Each binding as (its keys as the footer shows them, its tooltip or description)."""
     rows: dict[str, list[str]] = {}
     for binding in bindings:
-        what = binding.description or binding.action.replace("_", " ")
+        what = binding.tooltip or binding.description or binding.action.replace("_", " ")
         rows.setdefault(what, []).append(app.get_key_display(binding))
     return tuple((" / ".join(keys), what) for what, keys in rows.items())
 

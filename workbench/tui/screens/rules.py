@@ -73,7 +73,7 @@ class RulesScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         """Fill the table and focus it."""
         table = self.query_one(DataTable)
-        table.add_columns("kind", "rule", "from")
+        table.add_columns("kind", "rule, and where it comes from")
         self.refill()
         table.focus()
 
@@ -84,11 +84,9 @@ class RulesScreen(ModalScreen[None]):
         self.rows = rules_in_effect(self.config, config_path=self.config_path)
         for row in self.rows:
             where = shorten_home(row.where)
-            table.add_row(
-                Text(row.kind, style=_KIND_STYLE.get(row.kind, "")),
-                Text(row.rule),
-                Text(where, style="" if row.removable else "dim"),
-            )
+            rule = Text(row.rule, overflow="ellipsis", no_wrap=True)
+            rule.append("\n" + where, style="italic dim")
+            table.add_row(Text(row.kind, style=_KIND_STYLE.get(row.kind, "")), rule, height=2)
         if len(self.rows) == 1:
             self._hint("No allow, ask or deny rules: the policy alone decides. " + HINT)
 
