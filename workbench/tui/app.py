@@ -822,7 +822,7 @@ def key_groups(app: WorkbenchApp) -> list[KeyGroup]:
         rows = [row for cls in classes for row in describe(app, bindings_of(cls))]
         return KeyGroup(title, (*before, *rows, *after))
 
-    everywhere = [*bindings_of(type(app)), *bindings_of(App, own_only=False)]
+    everywhere = bindings_of(type(app), own_only=False)
     return [
         KeyGroup(
             "Everywhere",

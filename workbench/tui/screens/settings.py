@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 _FIELDS = ("llm.model", "llm.base_url", "llm.api_key")
 """The fields an environment variable may override (said on the screen)."""
 CONFIRMATION = (
-    ("always: ask before every action", "always"),
-    ("risky: ask at the risk threshold and above", "risky"),
-    ("never: run everything (deny rules still reject)", "never"),
+    ("always: before every action", "always"),
+    ("risky: at the threshold and above", "risky"),
+    ("never (deny rules still apply)", "never"),
 )
-RISKS = (("LOW (ask for nearly everything)", "LOW"), ("MEDIUM", "MEDIUM"), ("HIGH", "HIGH"))
+RISKS = (("LOW", "LOW"), ("MEDIUM", "MEDIUM"), ("HIGH", "HIGH"))
 
 
 def theme_choices(ours: list[str], others: list[str]) -> list[str]:
@@ -46,7 +46,15 @@ def environment_overrides(environ: Mapping[str, str] | None = None) -> list[str]
 
 
 class SettingsScreen(ModalScreen[bool]):
-    """Edit the LLM settings; ctrl+s saves, escape closes."""
+    """Edit the settings; ctrl+s saves, escape closes."""
+
+    DEFAULT_CSS = """
+    #settings-form { height: auto; max-height: 60vh; }
+    .settings-row { height: 1; }
+    .settings-label { width: 16; color: $text-muted; }
+    .settings-row Select, .settings-row Input { width: 1fr; }
+    #settings .settings-row Input { margin-bottom: 0; }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(False)", "Close"),
@@ -138,7 +146,7 @@ class SettingsScreen(ModalScreen[bool]):
             (
                 "Streaming",
                 Checkbox(
-                    "show the model's reply as it is written",
+                    "show replies as they are written",
                     config.llm.stream,
                     id="stream",
                     compact=True,

@@ -29,8 +29,10 @@ class ConfirmPanel(Vertical, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer('approve')", "Approve"),
         Binding("n", "answer('reject')", "Reject"),
-        Binding("r", "reject_with_reason", "Reject, say why"),
-        Binding("a", "answer('always')", "Always"),
+        Binding("r", "reject_with_reason", "Say why", tooltip="Reject, and tell the agent why"),
+        Binding(
+            "a", "answer('always')", "Always", tooltip="Approve, and always allow actions like it"
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
