@@ -7,14 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import T0, demo_events, make_config
+from textual.events import Key
 
 from workbench.events import StateChangedEvent
 from workbench.testing.fake_backend import FakeBackend
 from workbench.tui.app import WorkbenchApp, create_app, key_groups
-from workbench.tui.screens.help import HelpScreen
+from workbench.tui.screens.help import HelpScreen, bindings_of
 from workbench.tui.screens.quit import QuitScreen
+from workbench.tui.widgets.browser import BrowserPane
+from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import KEYS_HINT, ConversationView
 from workbench.tui.widgets.prompt import PromptInput
+from workbench.tui.widgets.shell import ShellPane
 
 
 def _app(tmp_path: Path, backend: FakeBackend | None = None) -> WorkbenchApp:
@@ -69,8 +73,9 @@ async def test_help_lists_every_binding_and_closes_with_esc(tmp_path: Path) -> N
     every = {what for group in key_groups(app) for _, what in group.keys}
     for binding in app.BINDINGS:
         assert binding.tooltip in every  # type: ignore[union-attr]
-    for what in ("Approve", "Reject", "Always", "Copy", "Branch", "Page text", "Interrupt"):
-        assert what in every, what
+    for cls in (ConfirmPanel, ConversationView, PromptInput, ShellPane, BrowserPane):
+        for binding in bindings_of(cls):
+            assert (binding.tooltip or binding.description) in every, binding
     assert "rules in effect" in shown and "Settings" in shown and "interrupt the agent" in shown
     assert "Everywhere" in shown and "Input box" in shown
 
@@ -158,3 +163,21 @@ async def test_letters_in_the_conversation_go_to_the_input_box(tmp_path: Path) -
         await pilot.press("h", "i")
         assert prompt.has_focus and prompt.text == "chi"
         assert view.border_subtitle == ""
+
+
+async def test_a_word_typed_fast_in_the_conversation_arrives_whole(tmp_path: Path) -> None:
+    """The keys after the first stray letter reach the conversation before the focus moves:
+    they follow it, cell keys (e, c, j, k) included, in order."""
+    app = _app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.load_events(demo_events())
+        view = app.query_one(ConversationView)
+        view.focus()
+        await pilot.pause()
+        before = view.cursor
+        for key in "hey jack":  # queued at once, as a terminal delivers a burst
+            app.post_message(Key("space" if key == " " else key, key))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.query_one(PromptInput).text == "hey jack"
+        assert view.cursor == before  # j and k did not move it

@@ -93,9 +93,7 @@ async def test_typing_searches_and_enter_opens_the_match(tmp_path: Path) -> None
         await pilot.press(*"hi.sh")
         assert [line.split("\n")[0] for line in _shown(screen)] == ["write hi.sh"]
         await pilot.press("ctrl+u", *"ERROR flaky")  # every word, any case
-        assert [line.split("\n")[0] for line in _shown(screen)] == [
-            "fix the flaky test then push"
-        ]
+        assert [line.split("\n")[0] for line in _shown(screen)] == ["fix the flaky test then push"]
         await pilot.press("ctrl+u", *"nothing like this")
         assert _shown(screen) == []
         await pilot.press("ctrl+u")

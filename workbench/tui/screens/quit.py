@@ -19,7 +19,7 @@ class QuitScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     QuitScreen { align: center middle; }
     #quit {
-        width: auto; max-width: 76; height: auto;
+        width: 74; max-width: 95%; height: auto;
         border: round $warning; background: $surface; padding: 0 1;
     }
     """

@@ -35,6 +35,7 @@ class ConversationView(CellList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "conversation"
+        self._typing_away = False
         self.welcome: list[Text] = []
         """Shown under `empty_text` while there are no cells (see `set_welcome`)."""
 
@@ -76,10 +77,14 @@ class ConversationView(CellList):
     def on_key(self, event: events.Key) -> None:
         """A letter that is not a cell's key (any letter while there is no cell) goes to the
         input box and is typed there."""
-        if not event.is_printable or event.character is None or event.key == "question_mark":
+        if not event.is_printable or event.character is None:
             return
-        if self.cells and event.key in CELL_KEYS:
-            return
+        # Once a letter went to the input box, the keys typed with it (already on their way
+        # here, before the focus moves) follow it, cell keys too.
+        if not self._typing_away:
+            if event.key == "question_mark" or (self.cells and event.key in CELL_KEYS):
+                return
+        self._typing_away = True
         event.stop()
         event.prevent_default()
         self.post_message(StrayKey(event.character))
@@ -91,6 +96,7 @@ class ConversationView(CellList):
 
     def on_blur(self, event: events.Blur) -> None:
         """See `on_focus`."""
+        self._typing_away = False
         self.border_subtitle = ""
         super().on_blur(event)
 
