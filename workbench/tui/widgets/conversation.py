@@ -81,9 +81,9 @@ class ConversationView(CellList):
             return
         # Once a letter went to the input box, the keys typed with it (already on their way
         # here, before the focus moves) follow it, cell keys too.
-        if not self._typing_away:
-            if event.key == "question_mark" or (self.cells and event.key in CELL_KEYS):
-                return
+        own_key = event.key == "question_mark" or (self.cells and event.key in CELL_KEYS)
+        if own_key and not self._typing_away:
+            return
         self._typing_away = True
         event.stop()
         event.prevent_default()
