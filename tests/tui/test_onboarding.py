@@ -44,7 +44,9 @@ async def test_the_welcome_names_the_workspace_the_model_and_three_keys(tmp_path
         assert workspace.endswith("/project") and len(workspace) <= 78  # its end kept
         for key in ("enter", "F1", "esc esc"):
             assert key in text
-        assert str(tmp_path / "project") in str(view.border_title)
+        title = str(view.border_title)
+        assert title.startswith("conversation · …") and title.endswith("/project")
+        assert len(title) < 78  # fits the border, the workspace's end kept
         await pilot.resize_terminal(200, 40)
         await pilot.pause()
         assert str(tmp_path / "project") in "\n".join(_rows(app, view, 9))

@@ -36,13 +36,16 @@ class ConversationView(CellList):
         super().__init__(id=id)
         self.border_title = "conversation"
         self._typing_away = False
+        self.workspace = ""
+        """The workspace's path, shown in the border title (see `set_welcome`)."""
         self.welcome: list[Text] = []
         """Shown under `empty_text` while there are no cells (see `set_welcome`)."""
 
     def set_welcome(self, workspace: str, model: str) -> None:
         """The welcome shown while the conversation is empty: the workspace, the model, the
         keys that matter; the workspace stays in the border title."""
-        self.border_title = f"conversation · {workspace}"
+        self.workspace = workspace
+        self._show_title()
         key, muted = "bold", "dim"
         self.welcome = [
             Text(""),
@@ -59,6 +62,19 @@ class ConversationView(CellList):
             Text.assemble(("esc esc    ", key), "interrupt the agent"),
         ]
         self.refresh()
+
+    def _show_title(self) -> None:
+        """"conversation · WORKSPACE" in the border, the workspace's end kept when it is long."""
+        if not self.workspace:
+            return
+        room = max(8, self.size.width - len("conversation · ") - 6)
+        shown = self.workspace if len(self.workspace) <= room else "…" + self.workspace[1 - room :]
+        self.border_title = f"conversation · {shown}"
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The border title fits the new width."""
+        super().on_resize(event)
+        self._show_title()
 
     def render_line(self, y: int) -> Strip:
         """The welcome while there are no cells, else the cells."""
