@@ -64,7 +64,7 @@ class ConversationView(CellList):
         self.refresh()
 
     def _show_title(self) -> None:
-        """"conversation · WORKSPACE" in the border, the workspace's end kept when it is long."""
+        """ "conversation · WORKSPACE" in the border, the workspace's end kept when it is long."""
         if not self.workspace:
             return
         room = max(8, self.size.width - len("conversation · ") - 6)
