@@ -127,7 +127,6 @@ class RulesScreen(ModalScreen[None]):
         except ConfigError as exc:
             self._hint(f"Not removed: {exc}")
             return
-        self.notify(done, timeout=5, markup=False)
         self.refill()
         self._hint(done + "  " + HINT)
 

@@ -54,6 +54,8 @@ class SettingsScreen(ModalScreen[bool]):
     .settings-label { width: 16; color: $text-muted; }
     .settings-row Select, .settings-row Input { width: 1fr; }
     #settings .settings-row Input { margin-bottom: 0; }
+    #settings-error { display: none; }
+    #settings-error.-shown { display: block; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -114,8 +116,8 @@ class SettingsScreen(ModalScreen[bool]):
             yield Static(f"File: {self.target()}", id="settings-file", markup=False)
             yield Static("", id="settings-error", markup=False)
             with Horizontal(id="settings-buttons"):
-                yield Button("Save (ctrl+s)", id="save", variant="primary")
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button("Save (ctrl+s)", id="save", variant="primary", compact=True)
+                yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def _policy_fields(self) -> ComposeResult:
         """Confirmation, risk threshold, streaming, theme, step limit: one row each."""
@@ -241,6 +243,7 @@ class SettingsScreen(ModalScreen[bool]):
                     setattr(getattr(self.config, section), field, stored)
         except (ConfigError, ValidationError, OSError) as exc:
             error.update(f"Not saved: {exc}")
+            error.add_class("-shown")
             return
         if "ui.theme" in changes:
             self.app.theme = str(changes["ui.theme"])
