@@ -183,3 +183,15 @@ async def test_a_word_typed_fast_in_the_conversation_arrives_whole(tmp_path: Pat
         await pilot.pause()
         assert app.query_one(PromptInput).text == "hey jack"
         assert view.cursor == before  # j and k did not move it
+
+
+async def test_ctrl_q_does_not_ask_with_no_agent_behind_the_view(tmp_path: Path) -> None:
+    """A recording shown without an agent (a replay, or no backend) whose last state is
+    "running": nothing runs, so ctrl+q quits at once."""
+    app = _app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.load_events(demo_events())  # ends "running"
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert not isinstance(app.screen, QuitScreen)
+    assert app.return_code == 0

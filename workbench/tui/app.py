@@ -552,7 +552,10 @@ class WorkbenchApp(App[int]):
         self.query_one(PromptInput).focus()
 
     def agent_busy(self) -> bool:
-        """Whether the agent is in the middle of a task (running, asking, paused)."""
+        """Whether an agent is in the middle of a task (running, asking, paused); never while
+        only a recording is shown (a replay, or no backend)."""
+        if self.backend is None:
+            return False
         return self.query_one(StatusBar).data.state in BUSY_STATES
 
     def action_escape(self) -> None:
