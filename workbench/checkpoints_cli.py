@@ -22,6 +22,7 @@ from typing import Any
 
 from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
 from workbench.checkpoint_store import REWINDS, checkpoint_store_of, record_rewind
+from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
 
 USAGE = 2
@@ -106,10 +107,11 @@ def find_session(sessions: Path, wanted: str) -> Path:
     raise CheckpointCommandError(f"{wanted!r} matches several sessions ({names}): give more of it.")
 
 
-def _store(found: SessionCheckpoints, key: str = "rewind") -> CheckpointStore:
-    """The workspace's store, checked: the workspace must be where the session left it."""
-    from workbench.config import load_config
-
+def open_store(
+    found: SessionCheckpoints, config: CheckpointsConfig | None = None, key: str = "rewind"
+) -> CheckpointStore:
+    """The workspace's store, checked: the workspace must be where the session left it.
+    `config` gives the exclusions (default: the person's config file's)."""
     if not found.workspace.is_dir():
         raise CheckpointCommandError(
             f"the workspace {found.workspace} of session {found.session_id} does not exist "
@@ -120,12 +122,15 @@ def _store(found: SessionCheckpoints, key: str = "rewind") -> CheckpointStore:
             f"session {found.session_id} has no checkpoint store at {found.store}; nothing "
             "was changed (checkpoints were off, or the data folder was cleared)."
         )
-    checkpoints = load_config().checkpoints
+    if config is None:
+        from workbench.config import load_config
+
+        config = load_config().checkpoints
     return CheckpointStore(
         found.store,
         found.workspace,
-        ignore=tuple(checkpoints.ignore),
-        max_file_bytes=int(checkpoints.max_file_mb * 1024 * 1024),
+        ignore=tuple(config.ignore),
+        max_file_bytes=int(config.max_file_mb * 1024 * 1024),
         key=key,
     )
 
@@ -258,7 +263,7 @@ def rewind_command(argv: Sequence[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     found = _session(args)
-    store = _store(found)
+    store = open_store(found)
     plan = undo_plan(found, store) if args.undo else plan_rewind(found, store, found.at(args.to))
     what = "undo the last rewind" if args.undo else f"rewind to step {args.to}"
     if plan.changes.empty:

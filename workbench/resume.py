@@ -21,7 +21,14 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.events import ActionEvent, Event, LLMCallEvent, ObservationEvent
+from workbench.events import (
+    ActionEvent,
+    CheckpointEvent,
+    Event,
+    LLMCallEvent,
+    MessageEvent,
+    ObservationEvent,
+)
 from workbench.session_log import LoadedSession, read
 
 CONTINUE_TEXT = "Continue the task from where you left off."
@@ -100,19 +107,31 @@ def history_of(loaded: LoadedSession, upto: int | None = None) -> History:
 
 
 def cut_at(events: list[Event], upto: int) -> list[Event]:
-    """The events up to the one with id `upto`; an action keeps its result with it.
+    """The events up to the one with id `upto`; an action keeps its result with it, and the
+    checkpoint of the files it left when no other action or message comes between.
 
     Raises ValueError when no event has that id."""
     index = next((i for i, event in enumerate(events) if event.id == upto), None)
     if index is None:
         raise ValueError(f"the session has no event {upto}")
     end = index + 1
-    if isinstance(events[index], ActionEvent):
+    cut = events[index]
+    action = upto if isinstance(cut, ActionEvent) else None
+    if isinstance(cut, ObservationEvent):
+        action = cut.cause
+    if isinstance(cut, ActionEvent):
         for later in range(index + 1, len(events)):
             event = events[later]
             if isinstance(event, ObservationEvent) and event.cause == upto:
                 end = later + 1
                 break
+    for later in range(end if action is not None else len(events), len(events)):
+        event = events[later]
+        if isinstance(event, CheckpointEvent) and event.cause == action:
+            end = later + 1
+            break
+        if isinstance(event, ActionEvent | ObservationEvent | MessageEvent):
+            break
     return events[:end]
 
 

@@ -16,7 +16,7 @@ from workbench.tui.screens.help import HelpScreen, bindings_of
 from workbench.tui.screens.quit import QuitScreen
 from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel
-from workbench.tui.widgets.conversation import KEYS_HINT, ConversationView
+from workbench.tui.widgets.conversation import CELL_KEYS, KEYS_HINT, ConversationView
 from workbench.tui.widgets.prompt import PromptInput
 from workbench.tui.widgets.shell import ShellPane
 
@@ -195,3 +195,15 @@ async def test_ctrl_q_does_not_ask_with_no_agent_behind_the_view(tmp_path: Path)
         await pilot.pause()
         assert not isinstance(app.screen, QuitScreen)
     assert app.return_code == 0
+
+
+def test_the_cell_keys_are_the_conversations_printable_bindings() -> None:
+    """The keys the conversation keeps for its cells are exactly its one-letter bindings (and
+    space): a binding added later is not typed into the input box by mistake."""
+    keys = {
+        key
+        for binding in bindings_of(ConversationView)
+        for key in binding.key.split(",")
+        if len(key) == 1 or key == "space"
+    }
+    assert keys == CELL_KEYS

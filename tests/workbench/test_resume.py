@@ -265,3 +265,40 @@ def test_history_cuts_skips_bad_lines_and_brings_images(tmp_path: Path) -> None:
     assert copy_payloads(history, target) == 1
     assert (target / "img.png").read_bytes() == b"png"
     assert (target / "img.png").stat().st_ino == (log.payload_dir / "img.png").stat().st_ino
+
+
+def test_a_cut_at_an_action_keeps_the_checkpoint_of_the_files_it_left() -> None:
+    from sandbox.protocol import CmdOutputObservation, CmdRunAction
+    from workbench.events import ActionEvent, CheckpointEvent, MessageEvent, ObservationEvent
+    from workbench.resume import cut_at
+
+    def run(id: int) -> ActionEvent:
+        return ActionEvent(
+            id=id,
+            tool_name="execute_bash",
+            tool_call_id=f"c{id}",
+            action=CmdRunAction(command="ls"),
+        )
+
+    def result(id: int, cause: int) -> ObservationEvent:
+        out = CmdOutputObservation(content="", command="ls", exit_code=0)
+        return ObservationEvent(id=id, cause=cause, tool_call_id=f"c{cause}", observation=out)
+
+    events: list[Any] = [
+        MessageEvent(id=1, source="user", text="task"),
+        run(2),
+        CheckpointEvent(id=3, step=0, commit="c0"),
+        result(4, 2),
+        CheckpointEvent(id=5, step=1, cause=2, commit="c1"),
+        run(6),
+        result(7, 6),
+        MessageEvent(id=8, source="user", text="between"),
+        CheckpointEvent(id=9, step=2, cause=6, commit="c2"),
+    ]
+    # The branch goes on from the files the action left, so its checkpoint comes along.
+    assert [e.id for e in cut_at(events, 2)] == [1, 2, 3, 4, 5]
+    assert [e.id for e in cut_at(events, 4)] == [1, 2, 3, 4, 5]
+    # A message is no action: step 0's checkpoint (no cause) is not pulled in.
+    assert [e.id for e in cut_at(events, 1)] == [1]
+    # Never past a later message: what came between is not the branch's.
+    assert [e.id for e in cut_at(events, 6)] == [1, 2, 3, 4, 5, 6, 7]

@@ -48,6 +48,7 @@ from workbench.tui.messages import (
     ProgressChanged,
     PromptSubmitted,
     QueuedMessagesReturned,
+    RewindRequested,
     ShellInputSubmitted,
     StrayKey,
     TaskWaiting,
@@ -741,15 +742,19 @@ class WorkbenchApp(App[int]):
         """`b` on a cell of the conversation."""
         self.branch_at(message.event_id)
 
-    def branch_at(self, event_id: int) -> None:
-        """Show the session up to event `event_id` (its running agent stopped): the next
-        message continues it from there as a new session linked to it."""
+    def session_log_shown(self) -> Path | None:
+        """The log of the session the conversation shows (saved or open now), if any."""
+        if self.saved is not None:
+            return self.saved.path
+        return self.backend.current_log() if self.backend is not None else None
+
+    def branch_at(self, event_id: int, source: Path | None = None) -> None:
+        """Show the session (the one shown, or the log `source`) up to event `event_id` (its
+        running agent stopped): the next message continues it from there as a new session."""
         from workbench.resume import load_history
         from workbench.session_log import SessionLogError
 
-        source = self.saved.path if self.saved is not None else None
-        if source is None and self.backend is not None:
-            source = self.backend.current_log()
+        source = source or self.session_log_shown()
         if source is None:
             self.notify("No session to branch from yet.", severity="warning", markup=False)
             return
@@ -762,6 +767,29 @@ class WorkbenchApp(App[int]):
         self.load_events(history.events)
         self._show_saved(SavedView(source, history.parent_id, history.upto))
         self.query_one(PromptInput).focus()
+
+    def action_rewind_here(self) -> None:
+        """Rewind the files to the conversation's current cell, asking first; then branch."""
+        event_id = self.query_one(ConversationView).event_id_at_cursor()
+        if event_id is None:
+            self.notify("No cell to rewind to: pick one in the conversation.", markup=False)
+            return
+        self._rewind_at(event_id)
+
+    def on_rewind_requested(self, message: RewindRequested) -> None:
+        """`r` on a cell of the conversation."""
+        self._rewind_at(message.event_id)
+
+    def _rewind_at(self, event_id: int) -> None:
+        from workbench.config_schema import CheckpointsConfig
+        from workbench.tui.rewind_flow import rewind_here
+
+        source = self.session_log_shown()
+        open_now = self.saved is None and self.backend is not None and source is not None
+        end_session = self.backend.new_session if open_now and self.backend else None
+        checkpoints = self.config.checkpoints if self.config is not None else CheckpointsConfig()
+        flow = rewind_here(self, event_id, source, checkpoints, end_session, self.branch_at)
+        self.run_worker(flow, group="rewind", exclusive=True)
 
     def action_settings(self) -> None:
         """Open the settings screen."""

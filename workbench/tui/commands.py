@@ -41,6 +41,11 @@ def palette_entries(panes: tuple[str, ...]) -> list[PaletteEntry]:
             "branch_here",
         ),
         PaletteEntry(
+            "Rewind to here",
+            "Put the workspace's files back to the conversation's current cell, then branch",
+            "rewind_here",
+        ),
+        PaletteEntry(
             "Settings",
             "Model, confirmation policy, streaming, theme, step limit, ...",
             "settings",

@@ -85,6 +85,14 @@ class ShellInputSubmitted(Message):
         self.text = text
 
 
+class RewindRequested(Message):
+    """The person asked to rewind the workspace's files to the event with id `event_id`."""
+
+    def __init__(self, event_id: int) -> None:
+        super().__init__()
+        self.event_id = event_id
+
+
 class BranchRequested(Message):
     """The person asked to branch the session at the event with id `event_id`."""
 

@@ -13,21 +13,25 @@ from textual.strip import Strip
 
 from workbench.events import Event
 from workbench.tui.cells import Cell, cell_for_event, first_line, thought_cell
-from workbench.tui.messages import BranchRequested, StrayKey
+from workbench.tui.messages import BranchRequested, RewindRequested, StrayKey
 from workbench.tui.widgets.cell_list import CellList
 
 _EVENT_KEY = re.compile(r"e(\d+)")
-CELL_KEYS = frozenset({"j", "k", "c", "e", "b", "space"})
+CELL_KEYS = frozenset({"j", "k", "c", "e", "b", "r", "space"})
 """The printable keys that act on the cell under the cursor; other letters are typed."""
-KEYS_HINT = "j/k move · enter expand · c copy · e editor · b branch · letters type"
+KEYS_HINT = "j/k move · ⏎ expand · c copy · e edit · b branch · r rewind · letters type"
 NO_CELL_HINT = "no cell yet · letters go to the input box"
 
 
 class ConversationView(CellList):
-    """User and agent messages, tool calls and results; enter expands, c copies, b branches."""
+    """User and agent messages, tool calls and results; enter expands, c copies, b branches,
+    r rewinds the workspace's files to a cell."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("b", "branch_here", "Branch"),
+        # Not in the footer (which 80 columns cannot hold): the border lists them while the
+        # conversation has the focus.
+        Binding("b", "branch_here", "Branch", show=False),
+        Binding("r", "rewind_here", "Rewind", show=False),
     ]
 
     empty_text = "No task yet: type one below and press enter."
@@ -147,3 +151,11 @@ class ConversationView(CellList):
             self.notify("No cell here to branch from.", severity="warning")
             return
         self.post_message(BranchRequested(event_id))
+
+    def action_rewind_here(self) -> None:
+        """Ask the app to rewind the files to the cell under the cursor, then go on from there."""
+        event_id = self.event_id_at_cursor()
+        if event_id is None:
+            self.notify("No cell here to rewind to.", severity="warning")
+            return
+        self.post_message(RewindRequested(event_id))

@@ -1,0 +1,165 @@
+""" "Rewind to here" in the TUI: `r` on a cell shows what rewinding the workspace's files to that
+step changes and changes nothing until the person says yes; then the files are those of that
+step, the session goes on from there as a branch, and the present can be put back.
+Scripted LLM server, real local sandbox with checkpoints, the real backend."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from workbench.checkpoints_cli import load_checkpoints, open_store, undo_plan
+from workbench.config import load_config
+from workbench.resume import load_history
+from workbench.session_log import read
+from workbench.testing.llm_server import ScriptedLLMServer
+from workbench.tui.app import WorkbenchApp, create_app
+from workbench.tui.bridge import ControllerBackend
+from workbench.tui.screens.rewind import RewindScreen
+from workbench.tui.widgets.conversation import ConversationView
+from workbench.tui.widgets.prompt import PromptInput
+from workbench.tui.widgets.status import StatusBar
+
+
+def bash(command: str) -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            {"name": "execute_bash", "arguments": {"command": command, "security_risk": "LOW"}}
+        ]
+    }
+
+
+FINISH = {"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]}
+STEPS = [bash("echo one > a.txt"), bash("echo two > b.txt && rm a.txt"), FINISH, FINISH]
+
+
+def _app(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
+    (tmp_path / "cfg").mkdir(exist_ok=True)
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    env = {
+        "LLM_MODEL": "openai/test-model",
+        "LLM_BASE_URL": server.base_url,
+        "LLM_API_KEY": "test-key-123456",
+        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+    }
+    overrides = {"sandbox.workspace": str(tmp_path / "ws"), "session.dir": str(tmp_path / "s")}
+    config = load_config(env=env, overrides=overrides)
+    backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+    return create_app(
+        config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path / "t"
+    )
+
+
+async def _until(pilot: Any, check: Callable[[], object], what: str, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            notes = [n.message for n in pilot.app._notifications]
+            notes += [repr(w) + str(w.error) for w in pilot.app.workers]
+            notes.append(repr(pilot.app.focused))
+            raise AssertionError(f"timed out waiting for {what}: {notes}")
+        await pilot.pause(0.05)
+
+
+def _files(ws: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(ws.iterdir()) if p.is_file()}
+
+
+def _screen_text(app: WorkbenchApp) -> str:
+    return "\n".join(str(s.render()) for s in app.screen.query(Static))
+
+
+@pytest.mark.timeout(180)
+async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    with ScriptedLLMServer({"steps": STEPS, "default": {"text": "ok"}}) as server:
+        app = _app(tmp_path, server)
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.query_one(StatusBar)
+            await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox")
+            prompt = app.query_one(PromptInput)
+            prompt.focus()
+            await pilot.press(*"go", "enter")
+            await _until(pilot, lambda: status.data.state == "finished", "the run")
+            assert _files(ws) == {"b.txt": "two\n"}
+            backend = app.backend
+            assert isinstance(backend, ControllerBackend) and backend.session is not None
+            log = backend.session.path
+            first = next(
+                e.id
+                for e in read(log).events
+                if getattr(e, "kind", "") == "action" and "a.txt" in str(e.action)
+            )
+            view = app.query_one(ConversationView)
+            index = next(i for i, c in enumerate(view.cells) if c.key == f"e{first}")
+
+            # Asked first, and "no" (or escape) changes nothing.
+            view.focus()
+            view.action_cursor_to(index)
+            await pilot.press("r")
+            await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            shown = _screen_text(app)
+            assert "Rewind to step 1" in shown
+            assert "+ a.txt" in shown and "- b.txt" in shown
+            await pilot.press("enter")  # the focus starts on Cancel: a stray Enter is harmless
+            await _until(pilot, lambda: not isinstance(app.screen, RewindScreen), "the answer")
+            assert _files(ws) == {"b.txt": "two\n"}
+            assert status.data.mark == ""
+
+            # Yes: the files of step 1, a branch at that cell, the present kept for --undo.
+            view.focus()
+            view.action_cursor_to(index)
+            await pilot.press("r")
+            await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            await pilot.press("y")
+            await _until(pilot, lambda: status.data.mark == "branch", "the branch")
+            assert _files(ws) == {"a.txt": "one\n"}
+            upto = load_history(log, first).upto  # the action, its result and checkpoint
+            assert f"Branch of {log.stem} at event {upto}" in str(prompt.placeholder)
+            assert any("Files rewound (+1 ~0 -1)" in n.message for n in app._notifications)
+            found = load_checkpoints(log)
+            back = undo_plan(found, open_store(found))
+            assert back.changes.added == ("b.txt",) and back.changes.deleted == ("a.txt",)
+
+            # Typing goes on from there: a new session linked to the cell's event.
+            prompt.focus()
+            await pilot.press(*"again", "enter")
+            await _until(pilot, lambda: len(server.requests) >= 4, "the branch's request")
+            await _until(pilot, lambda: backend.session is not None, "the branch session")
+            assert backend.session is not None
+            header = read(backend.session.path).header
+            assert (header.parent_id, header.parent_event) == (log.stem, upto)
+            assert _files(ws) == {"a.txt": "one\n"}  # going on keeps the rewound files
+            await app.action_quit()
+
+
+@pytest.mark.timeout(120)
+async def test_rewinding_without_checkpoints_says_why_and_changes_nothing(tmp_path: Path) -> None:
+    with ScriptedLLMServer({"steps": [*STEPS[:1], FINISH]}) as server:
+        app = _app(tmp_path, server)
+        assert app.config is not None
+        app.config.checkpoints.enabled = False
+        async with app.run_test(size=(120, 40)) as pilot:
+            status = app.query_one(StatusBar)
+            await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox")
+            app.query_one(PromptInput).focus()
+            await pilot.press(*"go", "enter")
+            await _until(pilot, lambda: status.data.state == "finished", "the run")
+            view = app.query_one(ConversationView)
+            view.focus()
+            view.action_cursor_to(0)
+            await pilot.press("r")
+            said = lambda: [n for n in app._notifications if "Cannot rewind" in n.message]  # noqa: E731
+            await _until(pilot, said, "the refusal")
+            assert "checkpoint" in said()[0].message
+            assert not isinstance(app.screen, RewindScreen)
+            assert _files(tmp_path / "ws") == {"a.txt": "one\n"}
+            await app.action_quit()

@@ -1,0 +1,68 @@
+"""Rewinding a session's files to one of its events: the TUI's "rewind to here".
+
+The point is the last checkpoint recorded at or before the event. `preview` says what a rewind
+would change without changing anything; `rewind_to_event` does it, checkpointing the present
+first and recording it, so `workbench rewind SESSION --undo` puts the present back. Both block
+(git runs): call them from a thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.checkpoints import Changes
+from workbench.checkpoints_cli import (
+    CheckpointCommandError,
+    SessionCheckpoints,
+    Step,
+    load_checkpoints,
+    open_store,
+    plan_rewind,
+    rewind,
+)
+from workbench.config_schema import CheckpointsConfig
+
+
+@dataclass(frozen=True)
+class RewindPreview:
+    """What rewinding session `session_id` to its step `step` would change in `workspace`."""
+
+    session_id: str
+    workspace: Path
+    step: int
+    changes: Changes
+
+
+def step_at_event(log: Path, found: SessionCheckpoints, event_id: int) -> Step:
+    """The checkpoint a branch at event `event_id` goes on from: the last one among the
+    events it keeps (`resume.cut_at`: an action keeps its result and its checkpoint)."""
+    from workbench.restore_files import last_checkpoint
+    from workbench.resume import load_history
+
+    point = last_checkpoint(load_history(log, event_id).events)
+    steps = [step for step in found.steps if point is not None and step.step == point.step]
+    if not steps:
+        raise CheckpointCommandError(
+            f"session {found.session_id} has no checkpoint at or before this point "
+            "(checkpoints were off, or git is missing in the sandbox); nothing was changed."
+        )
+    return steps[-1]
+
+
+def preview(log: Path, event_id: int, config: CheckpointsConfig) -> RewindPreview:
+    """What `rewind_to_event` would change now; the workspace is left as it is."""
+    found = load_checkpoints(log)
+    target = step_at_event(log, found, event_id)
+    plan = plan_rewind(found, open_store(found, config), target)
+    return RewindPreview(found.session_id, found.workspace, target.step, plan.changes)
+
+
+def rewind_to_event(log: Path, event_id: int, config: CheckpointsConfig) -> RewindPreview:
+    """Make the workspace what it was at the event with id `event_id`; what changed."""
+    found = load_checkpoints(log)
+    target = step_at_event(log, found, event_id)
+    store = open_store(found, config)
+    plan = plan_rewind(found, store, target)
+    changes = rewind(found, store, plan) if not plan.changes.empty else plan.changes
+    return RewindPreview(found.session_id, found.workspace, target.step, changes)
