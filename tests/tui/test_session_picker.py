@@ -78,7 +78,7 @@ async def test_the_picker_shows_steps_cost_duration_and_outcome(tmp_path: Path) 
         screen = await _picker(app, pilot)
         shown = _shown(screen)
     assert shown[0].startswith("draw a chart of sales\n") and "stopped  0 steps" in shown[0]
-    assert "error  1 steps  $0.2500  7s" in shown[1]
+    assert "error  1 step  $0.2500  7s" in shown[1]
     assert "finished  3 steps  $0.0300  1m05s" in shown[2]
 
 

@@ -47,7 +47,8 @@ def summary_text(summary: SessionSummary, stats: SessionStats | None) -> Text:
     if stats is None:
         text.append("  …", "dim")
     else:
-        figures = f"{stats.steps} steps  ${stats.cost:.4f}  {duration_text(stats.duration_s)}"
+        steps = f"{stats.steps} step{'' if stats.steps == 1 else 's'}"
+        figures = f"{steps}  ${stats.cost:.4f}  {duration_text(stats.duration_s)}"
         text.append(f"  {figures}", "dim")
     text.append(f"  {header.model or '-'}  {header.workspace}", "dim")
     if header.parent_id:  # resumed or branched from another session
