@@ -7,7 +7,8 @@ OpenHands users already know (`LLM_MODEL`, `SANDBOX_VOLUMES`, ...) plus
 `WORKBENCH_<SECTION>_<KEY>` for every key, applies dotted overrides from the command line and
 validates the result. Every mistake becomes a `ConfigError` naming where it came from (file or
 variable), the key, what is allowed and how to fix it. `save_setting()` writes one key back and
-`add_to_list()` appends to a list, both keeping the file's comments.
+`add_to_list()` appends to a list and `remove_from_list()` takes an item out, all keeping the
+file's comments.
 The schema itself is in `workbench/config_schema.py`.
 """
 
@@ -50,10 +51,12 @@ __all__ = [
     "UIConfig",
     "add_to_list",
     "allowed_text",
+    "check_setting",
     "env_names",
     "known_keys",
     "load_config",
     "project_config_file",
+    "remove_from_list",
     "require_model",
     "require_sandbox",
     "save_setting",
@@ -455,8 +458,8 @@ def require_sandbox(config: Config) -> None:
 # --------------------------------------------------------------------------- writing back
 
 
-def save_setting(path: Path, dotted_key: str, value: Any) -> None:
-    """Set one key in the TOML file at `path`, keeping its comments; the file ends up 0600."""
+def check_setting(path: Path, dotted_key: str, value: Any) -> Any:
+    """`value` as `dotted_key` stores it, or a ConfigError saying what is allowed."""
     if dotted_key not in _KEYS:
         raise ConfigError(
             f"cannot save '{dotted_key}': unknown key.{_suggest(dotted_key)}", key=dotted_key
@@ -469,8 +472,12 @@ def save_setting(path: Path, dotted_key: str, value: Any) -> None:
     node: Any = checked
     for part in dotted_key.split("."):
         node = getattr(node, part)
-    if isinstance(node, SecretStr):
-        node = node.get_secret_value()
+    return node.get_secret_value() if isinstance(node, SecretStr) else node
+
+
+def save_setting(path: Path, dotted_key: str, value: Any) -> None:
+    """Set one key in the TOML file at `path`, keeping its comments; the file ends up 0600."""
+    node = check_setting(path, dotted_key, value)
     target = Path(path).expanduser().resolve()
     text = target.read_text(encoding="utf-8-sig") if target.exists() else ""
     try:
@@ -523,6 +530,33 @@ def add_to_list(path: Path, dotted_key: str, item: str) -> bool:
     if item in current:
         return False
     current.append(item)
+    _write_private(target, document.as_string())
+    return True
+
+
+def remove_from_list(path: Path, dotted_key: str, item: str) -> bool:
+    """Remove `item` from the list `dotted_key` of the TOML file at `path`, keeping the file's
+    other lines and comments; False when it was not there (the file is then unchanged)."""
+    target = Path(path).expanduser().resolve()
+    where = f"config file {target}"
+    try:
+        text = target.read_text(encoding="utf-8-sig")
+        document = tomlkit.parse(text)
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
+        raise ConfigError(
+            f"{where}: cannot read it ({exc}); not changed. Fix that first.", source=where
+        ) from None
+    table: Any = document
+    for section in dotted_key.split("."):
+        if not isinstance(table, Mapping) or section not in table:
+            return False
+        table = table[section]
+    if not isinstance(table, list) or item not in table:
+        return False
+    while item in table:
+        del table[table.index(item)]
     _write_private(target, document.as_string())
     return True
 

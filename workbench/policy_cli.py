@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -131,39 +130,23 @@ def check_call(
 
 def rule_sources(config: Any, env: dict[str, str] | None = None) -> list[RuleSource]:
     """The allow, ask and deny rules in effect and where each was set."""
-    from workbench.config import env_names
+    from workbench.security.rule_sources import rules_in_effect
 
-    env = dict(os.environ) if env is None else env
-    project, user = (_lines(config.project_file), _lines(config.source_file))
-    found: list[RuleSource] = []
-    for kind in RULE_KINDS:
-        variables = [name for name in env_names(f"security.{kind}") if name in env]
-        for rule in getattr(config.security, kind):
-            # A project's rules are added after every other layer's; the environment replaces
-            # the user's file.
-            if (line := _line_of(project, rule)) is not None:
-                found.append(RuleSource(kind, rule, str(config.project_file), line))
-            elif variables:
-                found.append(RuleSource(kind, rule, f"environment {variables[0]}"))
-            elif (line := _line_of(user, rule)) is not None:
-                found.append(RuleSource(kind, rule, str(config.source_file), line))
-            else:
-                found.append(RuleSource(kind, rule, "command line or defaults"))
-    return found
-
-
-def _lines(file: Path | None) -> list[str]:
-    """The lines of a config file, or none when there is no such file."""
-    return file.read_text(encoding="utf-8").splitlines() if file and file.is_file() else []
-
-
-def _line_of(lines: list[str], rule: str) -> int | None:
-    """The first line of a TOML file that holds `rule` as a string (1-based)."""
-    quoted = (json.dumps(rule), f"'{rule}'")
-    for number, line in enumerate(lines, 1):
-        if any(text in line for text in quoted):
-            return number
-    return None
+    rows = rules_in_effect(config, env, unknown="command line or defaults")
+    return [
+        RuleSource(
+            row.kind,
+            row.rule,
+            str(row.path)
+            if row.path
+            else (f"environment {row.variable}" if row.variable else row.source),
+            row.line,
+        )
+        for row in sorted(
+            rows, key=lambda row: RULE_KINDS.index(row.kind) if row.kind in RULE_KINDS else 0
+        )
+        if row.kind != "policy"
+    ]
 
 
 def _print_verdict(verdict: Verdict) -> None:

@@ -214,6 +214,7 @@ def app_factory(tmp_path: Path) -> Callable[..., WorkbenchApp]:
 
     def build(theme: str | None = None, **kwargs: object) -> WorkbenchApp:
         config = make_config()
+        config.sandbox.workspace = "/home/me/project"  # shown in the welcome and the border
         if theme is not None:
             config.ui.theme = theme
         app = create_app(

@@ -29,9 +29,12 @@ class FakeBackend:
         self.artifacts = dict(artifacts or {})
         self.sent: list[str] = []
         self.answers: list[str] = []
+        self.reasons: list[str] = []
+        """The reason given with each answer ("" for none)."""
         self.shell: list[str] = []
         self.calls: list[str] = []
-        """`start`, `pause`, `resume`, `stop`, `new_session`, `close`, in the order called."""
+        """`start`, `pause`, `resume`, `stop`, `new_session`, `settings_changed`, `close`, in
+        the order called."""
         self.continued: list[tuple[Path, str, int | None]] = []
         """(log, message, upto) of each `continue_session`."""
         self.log: Path | None = None
@@ -50,10 +53,16 @@ class FakeBackend:
         self.sent.append(text)
 
     async def answer(
-        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+        self,
+        cause: int,
+        answer: str,
+        rules: Sequence[str] = (),
+        target: Path | None = None,
+        reason: str = "",
     ) -> None:
-        """Keep the answer (and the rules "always" saves, with their file)."""
+        """Keep the answer (and the rules "always" saves, with their file; a reason)."""
         self.answers.append(answer)
+        self.reasons.append(reason)
         if answer == "always":
             self.saved_rules.append((tuple(rules), target))
 
@@ -64,6 +73,10 @@ class FakeBackend:
     def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
         """An empty rule list is the one mistake it knows."""
         return [] if any(rule.strip() for rule in rules) else ["give at least one rule"]
+
+    def settings_changed(self) -> None:
+        """Record it."""
+        self.calls.append("settings_changed")
 
     async def shell_input(self, text: str) -> None:
         """Keep what was typed into the shell."""

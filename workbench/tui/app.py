@@ -8,6 +8,7 @@ entries are in `commands.py`.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from workbench.tui.messages import (
     QueuedMessagesReturned,
     RewindRequested,
     ShellInputSubmitted,
+    StrayKey,
     TaskWaiting,
 )
 from workbench.tui.widgets.browser import BrowserPane
@@ -64,6 +66,7 @@ from workbench.tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config
+    from workbench.tui.screens.help import KeyGroup
 
 NARROW_WIDTH = 110
 """Below this many columns the tool panes sit under the conversation instead of beside it."""
@@ -75,6 +78,10 @@ _RUN_STARTS_FROM = frozenset({"idle", *ENDED_STATES})
 RECENT_EVENTS = 300
 """A loaded session fills the tool panes from its last this-many events (all are in the
 conversation)."""
+ESCAPE_TWICE_S = 0.8
+"""Esc pressed again within this many seconds interrupts the agent."""
+BUSY_STATES = frozenset({"running", "awaiting_confirmation", "paused"})
+"""The agent's states in which it is in the middle of a task."""
 
 
 @dataclass(frozen=True)
@@ -98,21 +105,63 @@ class WorkbenchApp(App[int]):
     """The tool panes, by id (each in its own tab)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "toggle_tools", "Tools"),
-        Binding("f3", "show_pane('shell')", "Shell", show=False),
-        Binding("f4", "show_pane('jupyter')", "Jupyter", show=False),
-        Binding("f5", "show_pane('browser')", "Browser", show=False),
-        # Priority: the input box (a TextArea, focused by default) binds F6 and F7 itself.
-        Binding("f6", "maximize_pane", "Max", show=False, priority=True),
-        Binding("f7", "resize_tools(-5)", "Narrower", show=False, priority=True),
-        Binding("f8", "resize_tools(5)", "Wider", show=False, priority=True),
-        Binding("f9", "toggle_pause", "Pause"),
-        Binding("f10", "stop", "Stop"),
-        Binding("ctrl+n", "new_session", "New", show=False),
-        Binding("ctrl+o", "open_session", "Open", show=False),
-        Binding("ctrl+s", "settings", "Settings"),
-        Binding("ctrl+t", "change_theme", "Theme", show=False),
-        Binding("escape", "focus_prompt", "Input", show=False),
+        Binding("f2", "toggle_tools", "Tools", tooltip="Show or hide the tool panes"),
+        Binding("f3", "show_pane('shell')", "Shell", show=False, tooltip="The shell pane"),
+        Binding("f4", "show_pane('jupyter')", "Jupyter", show=False, tooltip="The Jupyter pane"),
+        Binding("f5", "show_pane('browser')", "Browser", show=False, tooltip="The browser pane"),
+        Binding(
+            "f6",
+            "maximize_pane",
+            "Max",
+            show=False,
+            priority=True,  # the input box (a TextArea, focused by default) binds F6/F7 itself
+            tooltip="Maximize the focused pane (again: restore)",
+        ),
+        Binding(
+            "f7",
+            "resize_tools(-5)",
+            "Narrower",
+            show=False,
+            priority=True,
+            tooltip="Tool panes narrower",
+        ),
+        Binding(
+            "f8", "resize_tools(5)", "Wider", show=False, priority=True, tooltip="Tool panes wider"
+        ),
+        Binding("f9", "toggle_pause", "Pause", tooltip="Pause the agent after its step, or resume"),
+        Binding("f10", "stop", "Stop", tooltip="Stop the agent"),
+        Binding("ctrl+n", "new_session", "New", show=False, tooltip="New session"),
+        Binding("ctrl+o", "open_session", "Open", show=False, tooltip="Open a saved session"),
+        Binding(
+            "ctrl+s",
+            "settings",
+            "Settings",
+            tooltip="Settings: model, confirmation, streaming, theme, step limit",
+        ),
+        Binding("ctrl+t", "change_theme", "Theme", show=False, tooltip="Try another theme"),
+        Binding(
+            "ctrl+r",
+            "rules",
+            "Rules",
+            show=False,
+            tooltip="Confirmation rules in effect; remove one",
+        ),
+        Binding("f1,question_mark", "help", "Help", tooltip="This help (? outside the input box)"),
+        Binding(
+            "escape",
+            "escape",
+            "Close",
+            show=False,
+            tooltip="Close what is open, back to the input box; twice quickly: interrupt the agent",
+        ),
+        Binding(
+            "ctrl+q",
+            "request_quit",
+            "Quit",
+            show=False,
+            priority=True,
+            tooltip="Quit (asks first while the agent works)",
+        ),
     ]
 
     def __init__(
@@ -140,6 +189,7 @@ class WorkbenchApp(App[int]):
         """A saved session to show as the app starts (`--resume ID`, `--last`)."""
         self.saved: SavedView | None = None
         """The saved session shown read-only (Ctrl-O, `--resume`) or a branch not yet begun."""
+        self._last_escape = -1e9  # time.monotonic() of the last esc, for esc esc
         folders = [theme_files.builtin_themes_dir()]
         if user_themes is not None:
             folders.append(user_themes)
@@ -195,6 +245,9 @@ class WorkbenchApp(App[int]):
         status = self.query_one(StatusBar)
         if self.config is not None:
             status.set(model=self.config.llm.model, max_steps=self.config.agent.max_iterations)
+            self.query_one(ConversationView).set_welcome(
+                self._workspace_shown(), self.config.llm.model
+            )
         if self.backend is not None:
             self.backend.attach(self)
             self.query_one(JupyterPane).loader = self.load_artifact
@@ -207,6 +260,17 @@ class WorkbenchApp(App[int]):
         if self.backend is not None and self.initial_task:
             self.post_message(PromptSubmitted(self.initial_task))
         self.query_one(PromptInput).focus()
+
+    def _workspace_shown(self) -> str:
+        """The workspace's path, with ~ for the home folder."""
+        from workbench.session import workspace_of
+
+        assert self.config is not None
+        workspace = workspace_of(self.config)
+        home = Path.home()
+        if workspace == home or home in workspace.parents:
+            return "~/" + str(workspace.relative_to(home)) if workspace != home else "~"
+        return str(workspace)
 
     async def load_artifact(self, name: str) -> bytes:
         """An image by name: from the files folder of the saved session shown, else the
@@ -408,6 +472,12 @@ class WorkbenchApp(App[int]):
             markup=False,
         )
 
+    def on_stray_key(self, message: StrayKey) -> None:
+        """A letter typed in the conversation: into the input box, which takes the focus."""
+        prompt = self.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert(message.character)
+
     def on_task_waiting(self, message: TaskWaiting) -> None:
         """A task waits for start-up: the conversation says so where it will appear."""
         self.query_one(ConversationView).show_waiting_task(message.text)
@@ -453,7 +523,8 @@ class WorkbenchApp(App[int]):
             return
         self.query_one(PromptInput).focus()
         if self.backend is not None:
-            self._background(self.backend.answer(message.cause, message.answer), "answer")
+            work = self.backend.answer(message.cause, message.answer, reason=message.reason)
+            self._background(work, "answer")
 
     def _offer_allow_rules(self, cause: int) -> None:
         """Show the rules "always allow" proposes; saved, they answer the panel's request."""
@@ -517,6 +588,63 @@ class WorkbenchApp(App[int]):
         """Back to the input box (and out of a maximized pane)."""
         self.screen.minimize()
         self.query_one(PromptInput).focus()
+
+    def agent_busy(self) -> bool:
+        """Whether an agent is in the middle of a task (running, asking, paused); never while
+        only a recording is shown (a replay, or no backend)."""
+        if self.backend is None:
+            return False
+        return self.query_one(StatusBar).data.state in BUSY_STATES
+
+    def action_escape(self) -> None:
+        """Close what is open (toasts, a maximized pane) and go back to the input box; pressed
+        twice quickly while the agent works, interrupt it."""
+        now = time.monotonic()
+        again = now - self._last_escape < ESCAPE_TWICE_S
+        self._last_escape = now
+        self.clear_notifications()
+        if again and self.agent_busy():
+            self._last_escape = -1e9
+            self.action_stop()
+            return
+        self.action_focus_prompt()
+        if self.agent_busy():
+            self.notify("Press esc again to interrupt the agent.", timeout=ESCAPE_TWICE_S + 0.7)
+
+    def action_help(self) -> None:
+        """Show every key binding, by where it works."""
+        from workbench.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(key_groups(self)))
+
+    def action_rules(self) -> None:
+        """Show the confirmation rules in effect, where each comes from; remove one there."""
+        from workbench.tui.screens.rules import RulesScreen
+
+        if self.config is None:
+            self.notify("No configuration loaded: no rules to show.", markup=False)
+            return
+        if not isinstance(self.screen, RulesScreen):
+            self.push_screen(RulesScreen(self.config, self.config_path))
+
+    async def action_request_quit(self) -> None:
+        """Quit; while the agent works, ask first (ctrl+q again, or y, quits)."""
+        from workbench.tui.screens.quit import QuitScreen
+
+        if isinstance(self.screen, QuitScreen):
+            await self.action_quit()
+            return
+        if not self.agent_busy():
+            await self.action_quit()
+            return
+
+        def answered(quit_now: bool | None) -> None:
+            if quit_now:
+                self.call_later(self.action_quit)
+
+        state = self.query_one(StatusBar).data.state.replace("_", " ")
+        self.push_screen(QuitScreen(state), answered)
 
     def action_toggle_tools(self) -> None:
         """Show or hide the tool panes."""
@@ -705,28 +833,96 @@ class WorkbenchApp(App[int]):
         """Open the settings screen."""
         from workbench.tui.screens.settings import SettingsScreen
 
-        self.push_screen(SettingsScreen(self.config, self.config_path))
+        def saved(changed: bool | None) -> None:
+            if not changed or self.config is None:
+                return
+            config = self.config
+            self.query_one(StatusBar).set(
+                model=config.llm.model, max_steps=config.agent.max_iterations
+            )
+            self.query_one(ConversationView).set_welcome(self._workspace_shown(), config.llm.model)
+            if self.backend is not None:
+                self.backend.settings_changed()
+
+        self.push_screen(SettingsScreen(self.config, self.config_path), saved)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Palette entries for everything the footer keys do (Textual's own "Maximize", which
         would maximize the input box, gives way to "Maximize pane")."""
+        from workbench.tui.screens.help import bindings_of
+
+        keys: dict[str, list[str]] = {}
+        for binding in bindings_of(type(self), own_only=False):
+            keys.setdefault(binding.action, []).append(self.get_key_display(binding))
         for command in super().get_system_commands(screen):
-            if command.title != "Maximize":
+            if command.title not in ("Maximize", "Quit"):  # ours ask first while a task runs
                 yield command
         for entry in palette_entries(self.PANES):
             run = partial(self._palette_action, entry.action)
-            yield SystemCommand(entry.title, entry.help, run)
+            shown = " / ".join(keys.get(entry.action, []))
+            yield SystemCommand(
+                entry.title, f"{shown} · {entry.help}" if shown else entry.help, run
+            )
 
     def _palette_action(self, action: str) -> None:
-        """Run a palette entry's action now (the `action_*` methods it names are plain)."""
+        """Run a palette entry's action now (an async one as a worker)."""
         _, name, params = parse_action(action)
-        getattr(self, f"action_{name}")(*params)
+        result = getattr(self, f"action_{name}")(*params)
+        if inspect.isawaitable(result):
+            self.run_worker(result, group="palette")
 
     async def action_quit(self) -> None:
         """Close the backend (no process left behind), then exit."""
         if self.backend is not None:
             await self.backend.close()
         self.exit(0)
+
+
+def key_groups(app: WorkbenchApp) -> list[KeyGroup]:
+    """Every key of the app, grouped by where it works (for the help screen)."""
+    from workbench.tui.screens.help import KeyGroup, bindings_of, describe
+
+    def group(
+        title: str,
+        *classes: type,
+        before: tuple[tuple[str, str], ...] = (),
+        after: tuple[tuple[str, str], ...] = (),
+    ) -> KeyGroup:
+        rows = [row for cls in classes for row in describe(app, bindings_of(cls))]
+        return KeyGroup(title, (*before, *rows, *after))
+
+    everywhere = bindings_of(type(app), own_only=False)
+    return [
+        KeyGroup(
+            "Everywhere",
+            (
+                *describe(app, everywhere),
+                (
+                    app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "")),
+                    "Command palette: every action by name, with its key",
+                ),
+            ),
+        ),
+        group(
+            "Input box",
+            PromptInput,
+            before=(("enter", "Send (while the agent works: queued for its next step)"),),
+            after=(("↑ / ↓", "Earlier messages"), ("tab", "Next pane")),
+        ),
+        group(
+            "Conversation (tab to it, or click a cell)",
+            ConversationView,
+            after=(("other letters", "Go to the input box, typed there"),),
+        ),
+        group("Confirmation panel", ConfirmPanel),
+        group(
+            "Shell pane",
+            ShellPane,
+            before=(("enter", "Send the line typed to the running command"),),
+        ),
+        group("Jupyter pane", JupyterPane),
+        group("Browser pane", BrowserPane),
+    ]
 
 
 def create_app(

@@ -61,16 +61,26 @@ class Backend(Protocol):
         """Start a task with `text`, or queue it as a message if one is running or starting."""
 
     async def answer(
-        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+        self,
+        cause: int,
+        answer: str,
+        rules: Sequence[str] = (),
+        target: Path | None = None,
+        reason: str = "",
     ) -> None:
         """Answer the confirmation request about action `cause`; with "always", `rules` are
-        saved to the config file `target` and applied from this action on."""
+        saved to the config file `target` and applied from this action on; a rejection's
+        `reason` (the person's words) goes to the agent."""
 
     def allow_offer(self, cause: int) -> AllowOffer | None:
         """The rules "always allow" proposes for the waiting action `cause` (None: none waits)."""
 
     def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
         """What is wrong with `rules` as edited for action `cause` (empty: they are fine)."""
+
+    def settings_changed(self) -> None:
+        """The settings screen changed the config: apply what a running session copied from
+        it (the step limit)."""
 
     async def shell_input(self, text: str) -> None:
         """Send text or a key (`C-c`) to the running shell command."""

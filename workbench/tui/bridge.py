@@ -64,7 +64,7 @@ class ControllerBackend:
         """A task is waiting for start-up or for its session; later messages queue for it."""
         self._early: list[str] = []
         """Messages sent while `_starting`: they go to the agent right after the task."""
-        self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None]]] = {}
+        self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None, str]]] = {}
         self._waiting: dict[int, ActionEvent] = {}
         """The actions whose confirmation is pending, by their id."""
         self._history: History | None = None
@@ -284,16 +284,17 @@ class ControllerBackend:
         from workbench.security.policy import Decision
 
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[tuple[str, tuple[str, ...], Path | None]] = loop.create_future()
+        future: asyncio.Future[tuple[str, tuple[str, ...], Path | None, str]] = loop.create_future()
         self._pending[request.cause] = future
         self._waiting[request.cause] = action
         try:
-            answer, rules, target = await future
+            answer, rules, target, reason = await future
         finally:
             self._pending.pop(request.cause, None)
             self._waiting.pop(request.cause, None)
         if answer == "reject":
-            return Decision("reject", "user", "rejected in the TUI")
+            said = f"; the person said: {reason}" if reason else ""
+            return Decision("reject", "user", f"rejected in the TUI{said}")
         if answer == "always" and rules:
             self._add_allow_rules(rules, target)
             names = ", ".join(f"allow:{rule}" for rule in rules)
@@ -359,14 +360,25 @@ class ControllerBackend:
             listed = ", ".join(map(repr, rules))
             self._notify(f"Saved allow rule{'s' if len(rules) > 1 else ''} {listed} to {path}")
 
+    def settings_changed(self) -> None:
+        """The settings screen changed the config: the running session's step limit follows
+        (the policy, streaming and the model are read from the config at each use)."""
+        if self.controller is not None:
+            self.controller.max_iterations = self.config.agent.max_iterations
+
     async def answer(
-        self, cause: int, answer: str, rules: Sequence[str] = (), target: Path | None = None
+        self,
+        cause: int,
+        answer: str,
+        rules: Sequence[str] = (),
+        target: Path | None = None,
+        reason: str = "",
     ) -> None:
         """The person answered the confirmation about action `cause` (with "always": the
-        rules to save, and the file)."""
+        rules to save, and the file; with a rejection, maybe why)."""
         future = self._pending.get(cause)
         if future is not None and not future.done():
-            future.set_result((answer, tuple(rules), target))
+            future.set_result((answer, tuple(rules), target, reason))
 
     # ------------------------------------------------------------------ the shell and files
 
@@ -407,7 +419,7 @@ class ControllerBackend:
             self.controller.stop()
         for future in self._pending.values():
             if not future.done():
-                future.set_result(("reject", (), None))
+                future.set_result(("reject", (), None, ""))
 
     async def new_session(self) -> None:
         """End the current session; the next task opens a new log in a fresh sandbox (the

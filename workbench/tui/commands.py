@@ -45,6 +45,17 @@ def palette_entries(panes: tuple[str, ...]) -> list[PaletteEntry]:
             "Put the workspace's files back to the conversation's current cell, then branch",
             "rewind_here",
         ),
-        PaletteEntry("Settings", "Model, base URL and API key", "settings"),
+        PaletteEntry(
+            "Settings",
+            "Model, confirmation policy, streaming, theme, step limit, ...",
+            "settings",
+        ),
+        PaletteEntry(
+            "Rules in effect",
+            "The confirmation rules and where each comes from; remove one",
+            "rules",
+        ),
+        PaletteEntry("Help: every key", "Every key binding, by where it works", "help"),
+        PaletteEntry("Quit", "Quit (asks first while the agent works)", "request_quit"),
     ]
     return entries

@@ -69,10 +69,12 @@ class QueuedMessagesReturned(Message):
 class ConfirmationAnswered(Message):
     """The person answered the confirmation panel."""
 
-    def __init__(self, cause: int, answer: ConfirmAnswer) -> None:
+    def __init__(self, cause: int, answer: ConfirmAnswer, reason: str = "") -> None:
         super().__init__()
         self.cause = cause
         self.answer = answer
+        self.reason = reason
+        """Why it was rejected, in the person's words (for the agent); may be empty."""
 
 
 class PromptSubmitted(Message):
@@ -105,3 +107,11 @@ class BranchRequested(Message):
     def __init__(self, event_id: int) -> None:
         super().__init__()
         self.event_id = event_id
+
+
+class StrayKey(Message):
+    """A letter typed where it does nothing (the conversation): it belongs in the input box."""
+
+    def __init__(self, character: str) -> None:
+        super().__init__()
+        self.character = character

@@ -1,6 +1,7 @@
 """The confirmation panel: the action waiting for an answer, its risk and why; y approves,
-n rejects, a approves and always allows actions like it: the app then shows the rules it would
-save (`AllowRuleScreen`), and the panel stays until they are saved or the screen is closed.
+n rejects, r rejects with a reason typed for the agent (`RejectReasonScreen`), a approves and
+always allows actions like it: the app then shows the rules it would save (`AllowRuleScreen`),
+and the panel stays until they are saved or the screen is closed.
 
 It takes the focus when it appears, unless someone is typing in the input box: their next
 letters must not answer it (an "a" would save an allow rule). It then says how to reach it, and
@@ -28,7 +29,10 @@ class ConfirmPanel(Vertical, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer('approve')", "Approve"),
         Binding("n", "answer('reject')", "Reject"),
-        Binding("a", "answer('always')", "Always"),
+        Binding("r", "reject_with_reason", "Say why", tooltip="Reject, and tell the agent why"),
+        Binding(
+            "a", "answer('always')", "Always", tooltip="Approve, and always allow actions like it"
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -103,6 +107,30 @@ class ConfirmPanel(Vertical, can_focus=True):
             self.hide()
         self.post_message(ConfirmationAnswered(cause, answer))
 
+    def action_reject_with_reason(self) -> None:
+        """Ask why, then reject with that reason (escape there: back here, nothing answered)."""
+        from workbench.tui.screens.reject import RejectReasonScreen
+
+        request = self.request
+        if request is None:
+            return
+        cause = request.cause
+        subject = ""
+        if self.action is not None:
+            cell = cell_for_event(self.action)
+            subject = cell.title if cell is not None else ""
+
+        def answered(reason: str | None) -> None:
+            if self.request is None or self.request.cause != cause:
+                return  # answered meanwhile (or stopped)
+            if reason is None:
+                self.focus()
+                return
+            self.hide()
+            self.post_message(ConfirmationAnswered(cause, "reject", reason))
+
+        self.app.push_screen(RejectReasonScreen(subject), answered)
+
 
 def _keys_hint(*, reachable: bool) -> Text:
     gap = "   " if reachable else "  "
@@ -111,6 +139,8 @@ def _keys_hint(*, reachable: bool) -> Text:
         f" approve{gap}",
         ("n", "bold"),
         f" reject{gap}",
+        ("r", "bold"),
+        f" reject, say why{gap}",
         ("a", "bold"),
         " always allow",
     )

@@ -13,7 +13,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
+from textual.strip import Strip
 
 from workbench.events import ActionEvent, Event, LLMActivity, ObservationEvent
 from workbench.tui.cells import (
@@ -24,7 +27,7 @@ from workbench.tui.cells import (
     result_cell,
     thought_cell,
 )
-from workbench.tui.messages import BranchRequested, RewindRequested
+from workbench.tui.messages import BranchRequested, RewindRequested, StrayKey
 from workbench.tui.widgets.cell_list import CellList
 
 if TYPE_CHECKING:
@@ -37,6 +40,10 @@ first line, one key away): the heights of thousands of wrapped texts are not com
 TICK_S = 0.1
 """How often the model-call row is redrawn while text streams (its clock shows seconds)."""
 _LIVE_KEY = "llm-live"
+CELL_KEYS = frozenset({"j", "k", "c", "e", "b", "r", "space"})
+"""The printable keys that act on the cell under the cursor; other letters are typed."""
+KEYS_HINT = "j/k move · ⏎ expand · c copy · e edit · b branch · r rewind · letters type"
+NO_CELL_HINT = "no cell yet · letters go to the input box"
 
 
 class ConversationView(CellList):
@@ -44,8 +51,10 @@ class ConversationView(CellList):
     r rewinds the workspace's files to a cell."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("b", "branch_here", "Branch"),
-        Binding("r", "rewind_here", "Rewind"),
+        # Not in the footer (which 80 columns cannot hold): the border lists them while the
+        # conversation has the focus.
+        Binding("b", "branch_here", "Branch", show=False),
+        Binding("r", "rewind_here", "Rewind", show=False),
     ]
 
     empty_text = "No task yet: type one below and press enter."
@@ -62,6 +71,11 @@ class ConversationView(CellList):
         self._shown = ""
         """The model-call row's title and text as last drawn (redrawn only when they change)."""
         self._ticker: Timer | None = None
+        self._typing_away = False
+        self.workspace = ""
+        """The workspace's path, shown in the border title (see `set_welcome`)."""
+        self.welcome: list[Text] = []
+        """Shown under `empty_text` while there are no cells (see `set_welcome`)."""
 
     def show_image(self, keys: tuple[str, ...], data: bytes) -> None:
         """Draw `data` (a PNG or JPEG) below the body of the first cell found among `keys`
@@ -71,6 +85,81 @@ class ConversationView(CellList):
                 if cell.key == key:
                     self.replace_cell(index, dataclasses.replace(cell, image=data))
                     return
+
+    def set_welcome(self, workspace: str, model: str) -> None:
+        """The welcome shown while the conversation is empty: the workspace, the model, the
+        keys that matter; the workspace stays in the border title."""
+        self.workspace = workspace
+        self._show_title()
+        key, muted = "bold", "dim"
+        self.welcome = [
+            Text(""),
+            Text.assemble(("workspace  ", muted), workspace),
+            Text.assemble(
+                ("model      ", muted),
+                model or "none set",
+                ("  ctrl+s", key),
+                (" to change", muted),
+            ),
+            Text(""),
+            Text.assemble(("enter      ", key), "send a task (queued while the agent works)"),
+            Text.assemble(("F1         ", key), "help: every key (? too, outside the input box)"),
+            Text.assemble(("esc esc    ", key), "interrupt the agent"),
+        ]
+        self.refresh()
+
+    def _show_title(self) -> None:
+        """ "conversation · WORKSPACE" in the border, the workspace's end kept when it is long."""
+        if not self.workspace:
+            return
+        room = max(8, self.size.width - len("conversation · ") - 6)
+        shown = self.workspace if len(self.workspace) <= room else "…" + self.workspace[1 - room :]
+        self.border_title = f"conversation · {shown}"
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The border title fits the new width."""
+        super().on_resize(event)
+        self._show_title()
+
+    def render_line(self, y: int) -> Strip:
+        """The welcome while there are no cells, else the cells."""
+        row = round(self.scroll_y) + y
+        if self.cells or not 1 <= row <= len(self.welcome):
+            return super().render_line(y)
+        width = self.scrollable_content_region.width
+        text = self.welcome[row - 1].copy()
+        if text.cell_len > width and text.plain.startswith("workspace"):  # keep its end
+            text = Text.assemble(("workspace  ", "dim"), "…" + text.plain[-(width - 12) :])
+        text.no_wrap, text.end = True, ""
+        text.truncate(width, overflow="ellipsis")
+        strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.base_style)
+        return strip.crop_extend(0, width, self.base_style)
+
+    def on_key(self, event: events.Key) -> None:
+        """A letter that is not a cell's key (any letter while there is no cell) goes to the
+        input box and is typed there."""
+        if not event.is_printable or event.character is None:
+            return
+        # Once a letter went to the input box, the keys typed with it (already on their way
+        # here, before the focus moves) follow it, cell keys too.
+        own_key = event.key == "question_mark" or (self.cells and event.key in CELL_KEYS)
+        if own_key and not self._typing_away:
+            return
+        self._typing_away = True
+        event.stop()
+        event.prevent_default()
+        self.post_message(StrayKey(event.character))
+
+    def on_focus(self, event: events.Focus) -> None:
+        """Say in the border which keys act on cells."""
+        self.border_subtitle = KEYS_HINT if self.cells else NO_CELL_HINT
+        super().on_focus(event)
+
+    def on_blur(self, event: events.Blur) -> None:
+        """See `on_focus`."""
+        self._typing_away = False
+        self.border_subtitle = ""
+        super().on_blur(event)
 
     def show_waiting_task(self, task: str) -> None:
         """Say that `task` starts once start-up is done ("" goes back to the usual hint)."""
