@@ -201,8 +201,13 @@ class McpCatalogTool(FunctionTool):
         if action.arguments.get("operation") != "call":
             return None
         target = self._target(action)
+        if target is not None:
+            return RuleSubject(RULE_KIND, f"{target.server}.{target.tool}")
+        # Not one of this session's tools (or no session: `workbench policy check`): read
+        # the name as mcp__SERVER__TOOL.
         name = str(action.arguments.get("tool", ""))
-        return RuleSubject(RULE_KIND, f"{target.server}.{target.tool}" if target else name)
+        server, sep, tool = name.removeprefix("mcp__").partition("__")
+        return RuleSubject(RULE_KIND, f"{server}.{tool}" if sep and server else name)
 
     def assess(self, action: ToolCallAction, workspace: str) -> Assessment:
         """A call is MEDIUM, like any MCP tool."""
