@@ -264,8 +264,6 @@ class McpConnection:
     """Every MCP tool of the session by its function name."""
     failures: list[str] = field(default_factory=list)
     """Sentences for servers that did not start, not yet reported."""
-    seconds: dict[str, float] = field(default_factory=dict)
-    """How long each server took to start and list its tools."""
     lazy: bool = False
     hub: Notices | None = None
 
@@ -306,10 +304,10 @@ class McpConnection:
         names = [n for n, t in self.tools.items() if t.server == server]
         if not names:
             return
-        for tool_name_ in names:
-            del self.tools[tool_name_]
-            if self.registry.get(tool_name_) is not None:
-                self.registry.unregister(tool_name_)
+        for gone in names:
+            del self.tools[gone]
+            if self.registry.get(gone) is not None:
+                self.registry.unregister(gone)
         message = f"{why}; its {len(names)} tool(s) are withdrawn and the session goes on"
         if self.hub is None:
             self.failures.append(message)
@@ -369,7 +367,6 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
         return connection
     states = observation.servers if isinstance(observation, McpListObservation) else []
     for state in states:
-        connection.seconds[state.name] = state.seconds
         if state.error:
             connection.failures.append(f"{state.error}; the session goes on without it")
             continue
