@@ -23,14 +23,14 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
-from sandbox.protocol import (
+from sandbox.protocol import (  # noqa: E402  (after the path is set)
     McpCallAction,
     McpCallObservation,
     McpListAction,
     McpListObservation,
     McpServerSpec,
 )
-from sandbox.runtimes.local import LocalRuntime
+from sandbox.runtimes.local import LocalRuntime  # noqa: E402
 
 ROUNDS = 5
 CALLS = 100

@@ -34,6 +34,7 @@ from workbench.session import (
     open_controller,
     runtime_warning,
     scrubber_of,
+    start_mcp,
     start_runtime,
     workspace_of,
 )
@@ -41,6 +42,7 @@ from workbench.session_log import SessionLog, SessionLogWriteError
 
 if TYPE_CHECKING:
     from workbench.resume import History
+    from workbench.tools.mcp import McpConnection
 
 MAX_NUDGES = 2
 NUDGE = (
@@ -158,13 +160,15 @@ async def run_session(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
     runtime: Runtime | None = None
+    mcp: asyncio.Future[McpConnection] | None = None
     try:
         runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
         if warning := runtime_warning(runtime):
             printer.notice(warning)
+        mcp = asyncio.ensure_future(start_mcp(config, runtime))  # ... and the MCP servers
         await warm
         llm = make_llm(config)  # retries are events: the printer shows them
-        controller = await open_controller(config, runtime, llm, session)
+        controller = await open_controller(config, runtime, llm, session, mcp=await mcp)
 
         def show(event: Event) -> None:
             if isinstance(event, LLMCallEvent):
@@ -195,6 +199,8 @@ async def run_session(
             loop.remove_signal_handler(sig)
         if not warm.done():
             warm.cancel()
+        if mcp is not None and not mcp.done():
+            mcp.cancel()
         if runtime is not None:
             try:
                 await asyncio.shield(runtime.close())

@@ -1,11 +1,12 @@
 """`workbench policy`: what the confirmation policy would do, without running anything.
 
 `workbench policy check [--json] "CMD"` (or `--tool str_replace_editor --path P`, `--code CODE`
-for IPython, `--tool browser --code ACTION`) parses the call as the model's would be parsed and
-prints the risk, each reason, the rule that decided and the decision under the current config:
-`run` (no one is asked), `ask` (a person is asked; headless answers with `--on-confirm`) or
-`reject` (a deny rule). `workbench policy rules [--json]` lists the allow, ask and deny rules in
-effect and where each comes from (config file and line, environment variable, or flag).
+for IPython, `--tool browser --code ACTION`, `--tool mcp__SERVER__TOOL`) parses the call as the
+model's would be parsed and prints the risk, each reason, the rule that decided and the decision
+under the current config: `run` (no one is asked), `ask` (a person is asked; headless answers
+with `--on-confirm`) or `reject` (a deny rule). `workbench policy rules [--json]` lists the
+allow, ask and deny rules in effect and where each comes from (config file and line,
+environment variable, or flag).
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", required=True)
     check = sub.add_parser("check", help="judge one call without running it")
     check.add_argument("command", nargs="?", help="a shell command line (execute_bash)")
-    check.add_argument("--tool", help="the tool (default: execute_bash, or by --path/--code)")
+    check.add_argument(
+        "--tool",
+        help="the tool (default: execute_bash, or by --path/--code); mcp__SERVER__TOOL for an MCP "
+        "tool",
+    )
     check.add_argument("--path", help="str_replace_editor: the file's path")
     check.add_argument(
         "--edit", default="create", help="str_replace_editor: its command (default: create)"
@@ -84,6 +89,8 @@ def _call_arguments(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         if args.code is not None
         else "execute_bash"
     )
+    if tool.startswith("mcp__"):  # an MCP tool, as the `mcp` tool would call it
+        return "mcp", {"operation": "call", "tool": tool}
     if tool == "execute_bash":
         if args.command is None:
             raise ValueError("give the command line to check, e.g. `policy check 'rm -rf x'`")

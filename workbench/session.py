@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
     from workbench.resume import History
+    from workbench.tools.mcp import McpConnection
 
 
 def workspace_of(config: Config) -> Path:
@@ -162,22 +163,32 @@ def make_llm(config: Config, on_retry: RetryHook | None = None) -> LLMClient:
     return LLMClient(config.llm, on_retry=on_retry)
 
 
+async def start_mcp(config: Config, runtime: Runtime) -> McpConnection:
+    """Start the configured MCP servers in the started sandbox and register their tools (a
+    front end may do it early, beside litellm's import, and hand it to `open_controller`)."""
+    from workbench.tools.mcp import connect_mcp
+    from workbench.tools.registry import REGISTRY
+
+    return await connect_mcp(config, runtime, REGISTRY)
+
+
 async def open_controller(
     config: Config,
     runtime: Runtime,
     llm: ChatModel,
     log: SessionLog,
     confirm: ConfirmHook | None = None,
+    mcp: McpConnection | None = None,
 ) -> Controller:
     """The controller of a session whose runtime has started: it offers the tools the
-    sandbox can run, and those of the MCP servers it starts in the sandbox (a server that does
-    not start is reported when the run starts), and records into `log`."""
+    sandbox can run, and those of the MCP servers started in the sandbox (`mcp`, else started
+    now; a server that did not start is reported when the run starts), and records into
+    `log`."""
     from workbench.controller import Controller
-    from workbench.tools.mcp import connect_mcp
-    from workbench.tools.registry import REGISTRY
 
     info = await runtime.info()
-    mcp = await connect_mcp(config, runtime, REGISTRY)
+    if mcp is None:
+        mcp = await start_mcp(config, runtime)
     controller = Controller(
         config,
         runtime,

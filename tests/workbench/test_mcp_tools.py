@@ -145,3 +145,24 @@ async def test_a_sandbox_without_mcp_gives_notices_and_no_tools(tmp_path: Path) 
     (failure,) = connection.failures
     assert "'demo' did not start" in failure and "disabled" in failure
     assert "session goes on" in failure
+
+
+def test_policy_check_judges_an_mcp_tool_by_server_and_tool(tmp_path: Path) -> None:
+    from workbench.policy_cli import check_call
+
+    file = tmp_path / "c.toml"
+    file.write_text('[security]\ndeny = ["mcp:github.delete_*"]\nask = ["mcp:github.*"]\n')
+    config = load_config(file, env={})
+    arguments = {"operation": "call", "tool": "mcp__github__delete_repo"}
+    denied = check_call(config, "mcp", arguments)
+    assert (denied.risk, denied.decision, denied.rule) == (
+        "MEDIUM",
+        "reject",
+        "deny:mcp:github.delete_*",
+    )
+    asked = check_call(config, "mcp", {**arguments, "tool": "mcp__github__list_issues"})
+    assert (asked.decision, asked.rule) == ("ask", "ask:mcp:github.*")
+    other = check_call(config, "mcp", {**arguments, "tool": "mcp__fs__read"})
+    assert other.decision == "run"
+    listing = check_call(config, "mcp", {"operation": "list"})
+    assert (listing.risk, listing.decision) == ("LOW", "run")

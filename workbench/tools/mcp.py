@@ -201,8 +201,13 @@ class McpCatalogTool(FunctionTool):
         if action.arguments.get("operation") != "call":
             return None
         target = self._target(action)
+        if target is not None:
+            return RuleSubject(RULE_KIND, f"{target.server}.{target.tool}")
+        # Not one of this session's tools (or no session: `workbench policy check`): read
+        # the name as mcp__SERVER__TOOL.
         name = str(action.arguments.get("tool", ""))
-        return RuleSubject(RULE_KIND, f"{target.server}.{target.tool}" if target else name)
+        server, sep, tool = name.removeprefix("mcp__").partition("__")
+        return RuleSubject(RULE_KIND, f"{server}.{tool}" if sep and server else name)
 
     def assess(self, action: ToolCallAction, workspace: str) -> Assessment:
         """A call is MEDIUM, like any MCP tool."""
@@ -259,8 +264,6 @@ class McpConnection:
     """Every MCP tool of the session by its function name."""
     failures: list[str] = field(default_factory=list)
     """Sentences for servers that did not start, not yet reported."""
-    seconds: dict[str, float] = field(default_factory=dict)
-    """How long each server took to start and list its tools."""
     lazy: bool = False
     hub: Notices | None = None
 
@@ -301,10 +304,10 @@ class McpConnection:
         names = [n for n, t in self.tools.items() if t.server == server]
         if not names:
             return
-        for tool_name_ in names:
-            del self.tools[tool_name_]
-            if self.registry.get(tool_name_) is not None:
-                self.registry.unregister(tool_name_)
+        for gone in names:
+            del self.tools[gone]
+            if self.registry.get(gone) is not None:
+                self.registry.unregister(gone)
         message = f"{why}; its {len(names)} tool(s) are withdrawn and the session goes on"
         if self.hub is None:
             self.failures.append(message)
@@ -364,7 +367,6 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
         return connection
     states = observation.servers if isinstance(observation, McpListObservation) else []
     for state in states:
-        connection.seconds[state.name] = state.seconds
         if state.error:
             connection.failures.append(f"{state.error}; the session goes on without it")
             continue

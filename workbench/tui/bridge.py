@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from workbench.resume import History
     from workbench.security.policy import Decision
     from workbench.session_log import SessionLog
+    from workbench.tools.mcp import McpConnection
     from workbench.tui.backend import AllowOffer, AppPort
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class ControllerBackend:
         self.session: SessionLog | None = None
         self._llm_ready = asyncio.Event()
         self._sandbox_ready = asyncio.Event()
+        self._mcp: tuple[Runtime, asyncio.Future[McpConnection]] | None = None
+        """The MCP servers starting in a new sandbox, before the first task needs them."""
         self._failed: dict[str, str] = {}
         self._run: asyncio.Task[Any] | None = None
         self._starting = False
@@ -109,7 +112,7 @@ class ControllerBackend:
 
     async def _start_sandbox(self) -> None:
         from sandbox.runtimes.base import SandboxError
-        from workbench.session import make_runtime, runtime_warning
+        from workbench.session import make_runtime, runtime_warning, start_mcp
 
         self._progress("sandbox", "starting…")
         try:
@@ -123,6 +126,8 @@ class ControllerBackend:
             self._progress("sandbox", "ready")
             if warning := runtime_warning(runtime):
                 self._notify(warning, "warning", timeout=30)
+            if self.config.mcp.servers:  # started now, beside litellm's import
+                self._mcp = (runtime, asyncio.ensure_future(start_mcp(self.config, runtime)))
         self._sandbox_ready.set()
 
     # ------------------------------------------------------------------ tasks
@@ -235,9 +240,11 @@ class ControllerBackend:
         self.session = new_log(self.config, parent=history)
         self._runtime_used = True
         llm = make_llm(self.config)  # retries are events: the conversation shows them
+        early, self._mcp = self._mcp, None
         try:
+            mcp = await early[1] if early is not None and early[0] is self.runtime else None
             controller = await open_controller(
-                self.config, self.runtime, llm, self.session, confirm=self._confirm
+                self.config, self.runtime, llm, self.session, confirm=self._confirm, mcp=mcp
             )
         except BaseException:
             self.session.close()
@@ -447,6 +454,9 @@ class ControllerBackend:
             return  # the sandbox starting or started now is new and on that workspace
         await self._sandbox_ready.wait()
         old, self.runtime = self.runtime, None
+        if self._mcp is not None:  # its servers go with the old sandbox
+            self._mcp[1].cancel()
+            self._mcp = None
         self._sandbox_ready.clear()
         self._failed.pop("sandbox", None)
         if old is not None:
@@ -477,6 +487,9 @@ class ControllerBackend:
     async def close(self) -> None:
         """Stop the agent, close the log and the sandbox (no process left behind)."""
         await self._end_session()
+        if self._mcp is not None:
+            self._mcp[1].cancel()
+            self._mcp = None
         if self.runtime is not None:
             try:
                 await self.runtime.close()
