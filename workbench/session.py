@@ -169,9 +169,14 @@ async def open_controller(
 ) -> Controller:
     """The controller of a session whose runtime has started: it offers the tools the
     sandbox can run and records into `log`."""
+    from workbench.agent.instructions import load_instructions
     from workbench.controller import Controller
 
     info = await runtime.info()
+    # The host's copy of the workspace (the local and Docker runtimes work on it); a remote
+    # sandbox's workspace is elsewhere, so its instructions are not read.
+    remote = config.sandbox.runtime == "remote"
+    instructions = None if remote else load_instructions(workspace_of(config), config.instructions)
     return Controller(
         config,
         runtime,
@@ -180,6 +185,7 @@ async def open_controller(
         confirm=confirm,
         workspace=info.workspace,
         executors=info.executors,
+        instructions=instructions,
     )
 
 
