@@ -20,14 +20,17 @@ from typing import Any, TextIO
 from sandbox.truncate import truncate_middle
 from workbench.agent.boundary import clean_text
 from workbench.agent.messages import observation_text
+from workbench.event_lines import event_line
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
     CheckpointEvent,
+    CondensationEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    InstructionsEvent,
     LLMCallEvent,
     LLMWaitEvent,
     MessageEvent,
@@ -47,6 +50,8 @@ PROGRESS_KINDS = frozenset(
         "confirmation_decision",
         "error",
         "llm_wait",
+        "condensation",
+        "instructions",
     }
 )
 """Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`, `checkpoint`)."""
@@ -216,6 +221,8 @@ class HumanPrinter(Printer):
             counts = f"+{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
             skipped = f", {len(event.skipped)} not covered" if event.skipped else ""
             self.line(f"-- checkpoint [{event.step}] {counts}{skipped} ({event.commit[:12]})")
+        elif isinstance(event, CondensationEvent | InstructionsEvent):
+            self.line(f"-- {event_line(event)}")
         elif isinstance(event, LLMWaitEvent):
             until = f", gives up at {event.deadline_s:g} s" if event.deadline_s else ""
             self.line(
