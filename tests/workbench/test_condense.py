@@ -125,3 +125,145 @@ def test_context_length_code_is_a_length_refusal(body_message: str) -> None:
         BadRequestError(json.dumps(body)), model="m", base_url="", timeout_s=1, secrets=[]
     )
     assert error.kind == "context_window"
+
+
+def _paired(messages: list[dict[str, Any]]) -> bool:
+    """Every tool call is answered right after its assistant message, and every answer has
+    its call: what providers check."""
+    for index, message in enumerate(messages):
+        if message["role"] == "tool":
+            calls = []
+            for earlier in reversed(messages[:index]):
+                if earlier["role"] == "assistant":
+                    calls = [call["id"] for call in earlier.get("tool_calls") or []]
+                    break
+                if earlier["role"] != "tool":
+                    return False
+            if message["tool_call_id"] not in calls:
+                return False
+        for call in message.get("tool_calls") or []:
+            answers = messages[index + 1 : index + 1 + len(message["tool_calls"])]
+            if call["id"] not in [a.get("tool_call_id") for a in answers]:
+                return False
+    return True
+
+
+def test_a_summary_replaces_the_oldest_steps(tmp_path: Path) -> None:
+    """With a window too small for elision alone, the model summarises the oldest part in one
+    call without tools; the task stays first, the summary right after it, pairs stay valid."""
+    script = {
+        "steps": [*(bash(report(step)) for step in range(1, 13)), finish("done")],
+        "max_prompt_tokens": 7000,
+        "without_tools": {"text": "SUMMARY-MARKER: reports 1 to N were printed."},
+    }
+    env = {"WORKBENCH_LLM_MAX_INPUT_TOKENS": "7000", "WORKBENCH_CONDENSE_KEEP_RECENT_STEPS": "2"}
+    with ScriptedLLMServer(script) as server:
+        code, events = run_long(tmp_path, server, **env)
+    assert code == 0 and server.refused == []
+    summaries = [r for r in server.requests if not r.get("tools")]
+    assert summaries and all(carries_task(r) for r in summaries)
+    assert "report 1:" in str(summaries[0]["messages"])  # what it was asked to summarise
+    agent = [r for r in server.requests if r.get("tools")]
+    assert all(_paired(r["messages"]) for r in agent)
+    last = agent[-1]["messages"]
+    assert TASK in last[1]["content"] and "SUMMARY-MARKER" in last[2]["content"]
+    assert not any("report 1:" in str(m.get("content")) for m in last)
+    condensed = [e for e in events if e["kind"] == "condensation" and e["summary"]]
+    assert condensed and condensed[0]["summarized_from"] > 1
+    assert condensed[0]["prompt_tokens"] > 0  # the summary call's cost is recorded
+
+
+def test_resume_starts_from_the_condensed_history(tmp_path: Path) -> None:
+    """A resumed session's first request carries the condensed view, not the raw history."""
+    script = {
+        "steps": [*(bash(report(step)) for step in range(1, 13)), finish("done")],
+        "without_tools": {"text": "SUMMARY-MARKER: reports were printed."},
+    }
+    env = {"WORKBENCH_LLM_MAX_INPUT_TOKENS": "7000", "WORKBENCH_CONDENSE_KEEP_RECENT_STEPS": "2"}
+    with ScriptedLLMServer(script) as server:
+        code, events = run_long(tmp_path, server, **env)
+    assert code == 0 and any(e["kind"] == "condensation" for e in events)
+    session_id = (tmp_path / "data" / "sessions").glob("*.jsonl").__next__().stem
+    with ScriptedLLMServer([finish("still done")]) as server:
+        result = run_cli(
+            ["--headless", "--json", "--resume", session_id, "-t", "anything left?"],
+            cli_env(tmp_path, server.base_url, WORKBENCH_CHECKPOINTS_ENABLED="false"),
+            tmp_path / "ws",
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        first = server.requests[0]["messages"]
+    assert _paired(first)
+    assert "SUMMARY-MARKER" in first[2]["content"]
+    assert not any("report 1:" in str(m.get("content")) for m in first)
+    assert "report 12:" in str(first)  # the latest steps stay verbatim
+
+
+def test_the_builder_applies_condensations_as_a_full_build_does() -> None:
+    """The incremental builder, fed a growing list with condensations among the events, gives
+    what a build from scratch gives, and the condensed view pairs every call."""
+    from sandbox.protocol import CmdOutputObservation, CmdRunAction
+    from workbench.agent.messages import MessageBuilder, build_messages
+    from workbench.events import (
+        ActionEvent,
+        CondensationEvent,
+        Event,
+        LLMCallEvent,
+        MessageEvent,
+        ObservationEvent,
+    )
+
+    events: list[Event] = [MessageEvent(id=1, source="user", text=TASK)]
+    builder = MessageBuilder("SYS", 30_000)
+    for step in range(1, 9):
+        base = len(events) + 1
+        call = f"c{step}"
+        events += [
+            LLMCallEvent(
+                id=base, model="m", prompt_tokens=1, completion_tokens=1, cost=0, latency_ms=1
+            ),
+            ActionEvent(
+                id=base + 1,
+                tool_name="execute_bash",
+                tool_call_id=call,
+                action=CmdRunAction(command=f"echo {step}"),
+            ),
+            ObservationEvent(
+                id=base + 2,
+                cause=base + 1,
+                tool_call_id=call,
+                observation=CmdOutputObservation(
+                    content=f"out {step} " * 100, command=f"echo {step}", exit_code=0
+                ),
+            ),
+        ]
+        if step == 4:
+            events.append(
+                CondensationEvent(
+                    id=len(events) + 1,
+                    reason="threshold",
+                    elided=[4, 7],
+                    tokens_before=9,
+                    tokens_after=5,
+                    window=10,
+                )
+            )
+        if step == 7:
+            events.append(
+                CondensationEvent(
+                    id=len(events) + 1,
+                    reason="manual",
+                    summary="SUMMARY",
+                    summarized_from=2,
+                    summarized_to=10,
+                    tokens_before=9,
+                    tokens_after=5,
+                    window=10,
+                )
+            )
+        built = builder.build(events)
+        assert built == build_messages("SYS", events, 30_000)
+        assert _paired(built)
+    contents = [str(m.get("content")) for m in built]
+    assert contents[1] == TASK and "SUMMARY" in contents[2]
+    assert not any("out 1 " in c or "out 3 " in c for c in contents)  # summarised
+    assert "out 4 " in str(contents) and "out 8 " in str(contents)
