@@ -267,3 +267,31 @@ def test_the_builder_applies_condensations_as_a_full_build_does() -> None:
     assert contents[1] == TASK and "SUMMARY" in contents[2]
     assert not any("out 1 " in c or "out 3 " in c for c in contents)  # summarised
     assert "out 4 " in str(contents) and "out 8 " in str(contents)
+
+
+def test_the_window_comes_from_config_then_litellm_then_the_default() -> None:
+    from workbench.config_schema import LLMConfig
+    from workbench.llm import load_litellm
+    from workbench.llm.tokens import DEFAULT_WINDOW, TokenCounter, context_window
+
+    litellm = load_litellm()
+    assert context_window(LLMConfig(model="openai/scripted"), litellm) == DEFAULT_WINDOW
+    assert context_window(LLMConfig(model="gpt-4o"), litellm) == 128_000
+    assert context_window(LLMConfig(model="gpt-4o", max_input_tokens=900), litellm) == 900
+    assert context_window(LLMConfig(model=""), litellm) == DEFAULT_WINDOW
+    # Counted one message at a time, a request adds up to litellm's count of the whole.
+    counter = TokenCounter("openai/scripted", litellm)
+    messages = [
+        {"role": "system", "content": "You are an engineer."},
+        {"role": "user", "content": "list the files " * 50},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt\nb.txt\n" * 100},
+    ]
+    whole = litellm.token_counter(model="openai/scripted", messages=messages)
+    assert abs(counter.request(messages) - whole) <= 2
