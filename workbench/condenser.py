@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sandbox.truncate import truncate_middle
 from workbench.agent.condense import (
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from workbench.llm import LLMError, LLMResponse
     from workbench.llm.tokens import TokenCounter
 
+Reason = Literal["threshold", "refused", "manual"]
 Ask = Callable[[list[Message]], Awaitable["LLMResponse"]]
 """One LLM call without tools (the controller's, so stop() and the budget can cut it)."""
 _SUMMARY_SHARE = 0.5  # the most of the window a summary request may take
@@ -76,6 +77,7 @@ class Condenser:
         self._counter: TokenCounter | None = None
         self._requested = False
         self._task = ""
+        self._learned_from_log = False
 
     def request_now(self) -> None:
         """Condense before the next LLM call, whatever the size of the request."""
@@ -103,10 +105,15 @@ class Condenser:
         if not self.settings.enabled:
             return messages
         counter = await self._ready()
+        if not self._learned_from_log:  # a continued session keeps the window it learned
+            self._learned_from_log = True
+            for event in events:
+                if isinstance(event, CondensationEvent) and event.reason == "refused":
+                    self.window = min(self.window, event.window)
         self.last_tokens = self._count(counter, messages)
         over = self.last_tokens > self.settings.threshold * self.window
         if over or self._requested:
-            reason = "manual" if self._requested and not over else "threshold"
+            reason: Reason = "manual" if self._requested and not over else "threshold"
             self._requested = False
             if await self._condense(events, reason, force_event=reason == "manual"):
                 messages = self.builder.build(list(events))
@@ -134,7 +141,7 @@ class Condenser:
         return messages
 
     async def _condense(
-        self, events: Sequence[Event], reason: str, force_event: bool = False
+        self, events: Sequence[Event], reason: Reason, force_event: bool = False
     ) -> bool:
         """Condense towards the target; emit the event. False when nothing could be cut."""
         counter = await self._ready()
@@ -215,7 +222,8 @@ class Condenser:
         from workbench.llm import LLMError
 
         budget = int(self.window * _SUMMARY_SHARE)
-        text = transcript(covered, previous, budget * 4)
+        # What the agent saw is scrubbed of secrets before the model sees it again.
+        text = self.builder.scrub(transcript(covered, previous, budget * 4))
         task = f"The task the agent works on:\n{self._task}\n\nEvents to summarise:\n"
         for _ in range(3):  # shrink until the request fits its share of the window
             request: list[Message] = [
