@@ -175,15 +175,15 @@ class Condenser:
             if note:
                 notes.append(note)
                 break
-            summary = (covered[0].id, covered[-1].id)
+            summary = (summary[0] or covered[0].id, covered[-1].id)
             view.summary, view.summarized_to = text, covered[-1].id
             tokens = self._tokens(counter, events, view)
             if tokens <= target:
                 break
         changed = bool(elided) or summary != (0, 0)
-        if not changed and not force_event:
+        if not changed and not force_event and not notes:
             return False
-        if not changed:
+        if not changed and not notes:
             notes.append("nothing could be condensed: only the task and the latest steps remain")
         self._emit(
             CondensationEvent(
