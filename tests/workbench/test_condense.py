@@ -295,3 +295,33 @@ def test_the_window_comes_from_config_then_litellm_then_the_default() -> None:
     ]
     whole = litellm.token_counter(model="openai/scripted", messages=messages)
     assert abs(counter.request(messages) - whole) <= 2
+
+
+def test_a_request_that_cannot_be_cut_enough_ends_with_a_clear_error(tmp_path: Path) -> None:
+    """A window smaller than the task and the tools: one refusal, nothing to condense, the run
+    ends as an LLM error naming the window (no retry loop)."""
+    script = {"steps": [finish()], "max_prompt_tokens": 1000}
+    with ScriptedLLMServer(script) as server:
+        code, events = run_long(tmp_path, server)
+    assert code == 7
+    assert server.refused == [1] and len(server.requests) == 1
+    errors = [e for e in events if e["kind"] == "error"]
+    assert errors[-1]["error_kind"] == "llm_context_window"
+    assert "maximum context length is 1000 tokens" in errors[-1]["message"]
+
+
+def test_a_failed_summary_call_is_noted_and_the_run_goes_on(tmp_path: Path) -> None:
+    script = {
+        "steps": [*(bash(report(step)) for step in range(1, 13)), finish("done")],
+        "without_tools": {"error": 500},
+    }
+    env = {
+        "WORKBENCH_LLM_MAX_INPUT_TOKENS": "7000",
+        "WORKBENCH_CONDENSE_KEEP_RECENT_STEPS": "2",
+        "WORKBENCH_LLM_NUM_RETRIES": "0",
+    }
+    with ScriptedLLMServer(script) as server:
+        code, events = run_long(tmp_path, server, **env)
+    assert code == 0
+    notes = [e["note"] for e in events if e["kind"] == "condensation" and e["note"]]
+    assert notes and "the summary call failed (server)" in notes[0]
