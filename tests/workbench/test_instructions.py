@@ -133,3 +133,15 @@ def test_the_cap_cuts_inside_a_character_cleanly(tmp_path: Path) -> None:
     assert found.text.startswith("From AGENTS.md:\n" + "é" * 100)
     assert "instructions cut here" in found.text
     assert load_instructions(workspace, InstructionsConfig(enabled=False)).text == ""
+
+
+def test_headless_says_which_instructions_were_read() -> None:
+    import io
+
+    from workbench.events import InstructionsEvent
+    from workbench.headless_output import HumanPrinter
+
+    out = io.StringIO()
+    printer = HumanPrinter(out, io.StringIO())
+    printer.event(InstructionsEvent(id=1, files=["AGENTS.md"], chars=42, notes=["cut"]))
+    assert out.getvalue() == "-- project instructions: AGENTS.md (42 characters); cut\n"
