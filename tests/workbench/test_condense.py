@@ -325,3 +325,44 @@ def test_a_failed_summary_call_is_noted_and_the_run_goes_on(tmp_path: Path) -> N
     assert code == 0
     notes = [e["note"] for e in events if e["kind"] == "condensation" and e["note"]]
     assert notes and "the summary call failed (server)" in notes[0]
+
+
+def test_continue_from_renumbers_what_a_condensation_names() -> None:
+    """`replay --continue-from` renumbers the history from 1: a condensation's ids follow."""
+    from sandbox.protocol import CmdOutputObservation, CmdRunAction
+    from workbench.agent.messages import build_messages
+    from workbench.events import ActionEvent, CondensationEvent, MessageEvent, ObservationEvent
+    from workbench.replay.resume import rewritten
+
+    history = [
+        MessageEvent(id=10, source="user", text=TASK),
+        ActionEvent(
+            id=20, tool_name="execute_bash", tool_call_id="c", action=CmdRunAction(command="ls")
+        ),
+        ObservationEvent(
+            id=30,
+            cause=20,
+            tool_call_id="c",
+            observation=CmdOutputObservation(content="x" * 999, command="ls", exit_code=0),
+        ),
+        CondensationEvent(
+            id=40,
+            reason="threshold",
+            elided=[30],
+            summary="S",
+            summarized_from=20,
+            summarized_to=30,
+            tokens_before=2,
+            tokens_after=1,
+            window=9,
+        ),
+    ]
+    out = rewritten(history, [])
+    condensation = out[-1]
+    assert isinstance(condensation, CondensationEvent)
+    assert (condensation.elided, condensation.summarized_from, condensation.summarized_to) == (
+        [3],
+        2,
+        3,
+    )
+    assert build_messages("SYS", out)[2]["content"].endswith("S")
