@@ -3,6 +3,8 @@
 UI-free: front ends `subscribe` to events (and to live shell output) and call `send_message`,
 `pause`, `resume` and `stop`. Every event goes to the session log before subscribers see it.
 A run ends with a `RunResult` whose `status` maps to an exit code (`workbench.exit_codes`).
+Each request is kept under the model's context window by a `Condenser` (`condenser.py`), which
+also condenses and retries after the provider refuses one for its length.
 """
 
 from __future__ import annotations
