@@ -72,8 +72,6 @@ def test_a_long_session_stays_under_the_window(tmp_path: Path) -> None:
     for event in condensations:
         assert event["tokens_after"] < event["tokens_before"]
         assert event["elided"] or event["summary"]
-    print("tokens per request:", server.tokens)
-    print("condensations:", [(e["tokens_before"], e["tokens_after"]) for e in condensations])
     # Without condensation the requests would have grown to ~50 000 tokens.
     assert server.tokens[-1] < LIMIT * 0.75
     assert sum(1 for e in events if e["kind"] == "observation") >= STEPS
