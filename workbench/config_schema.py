@@ -84,6 +84,9 @@ class LLMConfig(Section):
     """The most tokens one reply may have; 0: the provider's default."""
     drop_params: bool = True
     """Silently drop request parameters the provider does not support (litellm's drop_params)."""
+    max_input_tokens: int = Field(default=0, ge=0)
+    """The model's context window in tokens, which every request is kept under (see
+    [condense]); 0: what litellm knows of the model, else 32000."""
 
     @field_validator("retry_max_wait_s")
     @classmethod
@@ -278,6 +281,33 @@ class CheckpointsConfig(Section):
     never changes or deletes what they match."""
 
 
+class CondenseConfig(Section):
+    """`[condense]`: keeping long sessions inside the model's context window."""
+
+    enabled: bool = True
+    """Condense older history when a request nears llm.max_input_tokens (and after the
+    provider refuses one for its length); off: a too-long session ends with an LLM error."""
+    threshold: float = Field(default=0.75, gt=0, le=1)
+    """Condense when a request would pass this fraction of the context window."""
+    target: float = Field(default=0.5, gt=0, le=1)
+    """Condense down to this fraction of the context window (at most `threshold`)."""
+    keep_recent_steps: int = Field(default=4, ge=1)
+    """The latest steps (LLM replies with their results) always sent verbatim."""
+    summarize: bool = True
+    """When eliding old tool output is not enough, have the model summarise the oldest part
+    (one extra call with no tools)."""
+
+
+class InstructionsConfig(Section):
+    """`[instructions]`: project instructions put into the system prompt."""
+
+    enabled: bool = True
+    """Read AGENTS.md at the workspace root and .openhands/microagents/repo.md."""
+    max_chars: int = Field(default=20_000, ge=100)
+    """The most characters of instructions (all files together) put into the prompt; the
+    rest is cut with a note."""
+
+
 class UIConfig(Section):
     """`[ui]`: the terminal interface."""
 
@@ -368,6 +398,8 @@ class Config(Section):
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    condense: CondenseConfig = Field(default_factory=CondenseConfig)
+    instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
     ui: UIConfig = Field(default_factory=UIConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
 

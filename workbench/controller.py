@@ -3,6 +3,8 @@
 UI-free: front ends `subscribe` to events (and to live shell output) and call `send_message`,
 `pause`, `resume` and `stop`. Every event goes to the session log before subscribers see it.
 A run ends with a `RunResult` whose `status` maps to an exit code (`workbench.exit_codes`).
+Each request is kept under the model's context window by a `Condenser` (`condenser.py`), which
+also condenses and retries after the provider refuses one for its length.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
 from workbench.budget import Budget
 from workbench.checkpointer import Checkpointer
+from workbench.condenser import Condenser
 from workbench.config_schema import Config
 from workbench.event_hub import EventHub
 from workbench.events import (
@@ -30,10 +33,12 @@ from workbench.events import (
     AgentErrorEvent,
     AgentState,
     AnyObservation,
+    CondensationEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    InstructionsEvent,
     LLMActivity,
     LLMCallEvent,
     LLMRetryEvent,
@@ -50,6 +55,7 @@ from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY, schemas
 
 if TYPE_CHECKING:
+    from workbench.agent.instructions import Instructions
     from workbench.llm import ChatModel, LLMError, LLMResponse, ToolCall
     from workbench.resume import History
 
@@ -69,6 +75,9 @@ STUCK_WARNING = (
     "cannot go on. If this continues, the session will be stopped."
 )
 
+
+MAX_LENGTH_REFUSALS = 3
+"""Refusals for length in one step, each followed by a condensation, before the run fails."""
 
 _FINAL_STATE: dict[Status, AgentState] = {"success": "finished", "gave_up": "finished"}
 _ERROR_STATUSES = ("config_error", "llm_error", "sandbox_error", "internal_error", "log_error")
@@ -95,6 +104,7 @@ class Controller(EventHub):
         confirm: ConfirmHook | None = None,
         workspace: str | None = None,
         executors: Mapping[str, bool] | None = None,
+        instructions: Instructions | None = None,
     ) -> None:
         super().__init__(session, runtime)
         self.config = config
@@ -104,12 +114,25 @@ class Controller(EventHub):
         # Offer only the tools the sandbox can run (a Docker image has no browser, for one).
         self.tools = REGISTRY.offered(config, executors)
         self.tool_schemas = schemas(self.tools)
-        self.system = system_prompt(self.workspace, self.tools)
+        self.instructions = instructions
+        """The project instructions in the system prompt (announced by the first run)."""
+        self.system = system_prompt(
+            self.workspace, self.tools, instructions.text if instructions else ""
+        )
         self._tool_context = ToolContext(runtime, self.workspace)
         # The conversation sent to the LLM, grown with the events instead of remade each step.
         self._messages = MessageBuilder(
             self.system, config.agent.max_observation_chars, scrub=session.scrub
         )
+        self.condenser = Condenser(
+            config,
+            self._messages,
+            self.tool_schemas,
+            lambda messages: self._guard(self.llm.complete(messages, None)),
+            self._next_id,
+            self._condensed,
+        )
+        """Keeps each request under the model's context window."""
         self.steps = 0
         """LLM calls in the current run (the number `max_iterations` limits)."""
         self.total_steps = 0
@@ -149,6 +172,10 @@ class Controller(EventHub):
         texts = list(self._inbox)
         self._inbox.clear()
         return texts
+
+    def condense_now(self) -> None:
+        """Condense the history before the next LLM call (the TUI's "condense now")."""
+        self.condenser.request_now()
 
     def pause(self) -> None:
         """Hold the loop before its next LLM call or action (the current one completes)."""
@@ -212,6 +239,7 @@ class Controller(EventHub):
         status: Status = "internal_error"
         reason = ""
         try:
+            self._announce_instructions()
             if task is not None:
                 self._emit(MessageEvent(id=self._next_id(), source="user", text=task))
             self._emit_notices()
@@ -231,6 +259,25 @@ class Controller(EventHub):
             with contextlib.suppress(SessionLogWriteError):  # _finish_run reports it
                 self._emit(ErrorEvent(id=self._next_id(), error_kind="internal", message=reason))
         return self._finish_run(status, reason)
+
+    def _announce_instructions(self) -> None:
+        """Say once, at this controller's first run, which project instructions it read."""
+        found = self.instructions
+        if found is None:
+            return
+        if found.files or found.notes:
+            event = InstructionsEvent(
+                id=self._next_id(), files=found.files, chars=len(found.text), notes=found.notes
+            )
+            self._emit(event)
+        self.instructions = None
+
+    def _condensed(self, event: CondensationEvent) -> None:
+        """Record a condensation; its summary call counts like any other."""
+        self.prompt_tokens += event.prompt_tokens
+        self.completion_tokens += event.completion_tokens
+        self.cost += event.cost
+        self._emit(event)
 
     def _finish_run(self, status: Status, reason: str) -> RunResult:
         self._running = False
@@ -276,21 +323,31 @@ class Controller(EventHub):
             if self.tokens_estimated and over.startswith("token"):
                 over += "; some estimated: the provider reported no usage"
             raise _Stop("budget", over)
-        messages = self._messages.build(self.events)
+        messages = await self.condenser.messages(self.events)
         from workbench.llm import LLMError
 
-        try:
-            response = await self._ask_llm(messages)
-        except LLMError as exc:
-            if exc.kind == "bad_reply":  # the model's own output: a malformed call to answer
+        refusals = 0
+        while True:
+            try:
+                response = await self._ask_llm(messages)
+                break
+            except LLMError as exc:
+                error = exc
+            if error.kind == "context_window" and refusals < MAX_LENGTH_REFUSALS:
+                refusals += 1  # condense and retry; None: nothing left to cut
+                retry = await self.condenser.after_refusal(self.events, error)
+                if retry is not None:
+                    messages = retry
+                    continue
+            if error.kind == "bad_reply":  # the model's own output: a malformed call to answer
                 self.steps += 1
                 self.total_steps += 1
-                self._malformed(UNREADABLE_REPLY.format(why=exc))
+                self._malformed(UNREADABLE_REPLY.format(why=error))
                 return
             self._emit(
-                ErrorEvent(id=self._next_id(), error_kind=f"llm_{exc.kind}", message=str(exc))
+                ErrorEvent(id=self._next_id(), error_kind=f"llm_{error.kind}", message=str(error))
             )
-            raise _Stop(exc.run_status, str(exc)) from None
+            raise _Stop(error.run_status, str(error)) from None
         response = clean_reply(response)
         self.steps += 1
         self.total_steps += 1

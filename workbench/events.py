@@ -262,6 +262,46 @@ class CheckpointEvent(_Event):
     seconds: float = 0.0
 
 
+class CondensationEvent(_Event):
+    """Older history was condensed so requests fit the model's context window. From here on
+    the outputs of the observations `elided` are no longer sent; with a `summary`, it stands
+    for every event after the task up to `summarized_to` (replacing an earlier summary)."""
+
+    kind: Literal["condensation"] = "condensation"
+    source: EventSource = "environment"
+    reason: Literal["threshold", "refused", "manual"]
+    elided: list[int] = Field(default_factory=list)
+    """Ids of the observations whose output was elided by this condensation."""
+    summary: str = ""
+    summarized_from: int = 0
+    """With a summary: the first and last event ids this condensation summarised (the summary
+    also carries what an earlier one covered)."""
+    summarized_to: int = 0
+    tokens_before: int
+    tokens_after: int
+    window: int
+    """The context window (tokens) the request was kept under."""
+    prompt_tokens: int = 0
+    """Tokens and cost of the summary call, if one was made."""
+    completion_tokens: int = 0
+    cost: float = 0.0
+    note: str = ""
+    """What did not go as planned (a failed summary call, nothing left to condense)."""
+
+
+class InstructionsEvent(_Event):
+    """The project instructions put into the system prompt at the start of a session."""
+
+    kind: Literal["instructions"] = "instructions"
+    source: EventSource = "environment"
+    files: list[str] = Field(default_factory=list)
+    """The files read, relative to the workspace."""
+    chars: int = 0
+    """Characters of instructions in the prompt."""
+    notes: list[str] = Field(default_factory=list)
+    """What was cut or skipped, and why."""
+
+
 class ErrorEvent(_Event):
     """Something went wrong outside the agent's control (LLM down, sandbox dead ...)."""
 
@@ -283,6 +323,8 @@ Event = Annotated[
     | LLMWaitEvent
     | LLMRetryEvent
     | CheckpointEvent
+    | CondensationEvent
+    | InstructionsEvent
     | ErrorEvent,
     Field(discriminator="kind"),
 ]

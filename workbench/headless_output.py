@@ -20,14 +20,17 @@ from typing import Any, TextIO
 
 from sandbox.truncate import truncate_middle
 from workbench.agent.boundary import clean_text
+from workbench.event_lines import event_line
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
     CheckpointEvent,
+    CondensationEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    InstructionsEvent,
     LLMCallEvent,
     LLMRetryEvent,
     LLMWaitEvent,
@@ -50,6 +53,8 @@ PROGRESS_KINDS = frozenset(
         "error",
         "llm_wait",
         "llm_retry",
+        "condensation",
+        "instructions",
     }
 )
 """Event kinds printed without LOG_ALL_EVENTS (the rest: `state`, `llm_call`, `checkpoint`)."""
@@ -228,6 +233,8 @@ class HumanPrinter(Printer):
             counts = f"+{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
             skipped = f", {len(event.skipped)} not covered" if event.skipped else ""
             self.line(f"-- checkpoint [{event.step}] {counts}{skipped} ({event.commit[:12]})")
+        elif isinstance(event, CondensationEvent | InstructionsEvent):
+            self.line(f"-- {event_line(event)}")
         elif isinstance(event, LLMWaitEvent):
             until = f", gives up at {event.deadline_s:g} s" if event.deadline_s else ""
             self.line(

@@ -11,6 +11,9 @@ telling the model that the shell's and the kernel's state did not survive.
     history = load_history(log_path, upto=42)     # up to event 42 (branch)
     messages = build_messages(system, history.events)   # the conversation, if that is all
 
+The conversation applies the log's condensation events: a resumed session's messages start
+from the condensed history (elided outputs stay elided, a summary stays in place).
+
 UI-free and small on purpose: the replay commands build on it too.
 """
 
@@ -24,12 +27,15 @@ from pathlib import Path
 from workbench.events import (
     ActionEvent,
     CheckpointEvent,
+    CondensationEvent,
     Event,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
 )
 from workbench.session_log import LoadedSession, read
+
+_SPENDING = (LLMCallEvent, CondensationEvent)  # a condensation's summary call costs too
 
 CONTINUE_TEXT = "Continue the task from where you left off."
 """The message a resumed headless run sends when it was given none."""
@@ -67,17 +73,17 @@ class History:
     @property
     def prompt_tokens(self) -> int:
         """Prompt tokens spent before."""
-        return sum(e.prompt_tokens for e in self.events if isinstance(e, LLMCallEvent))
+        return sum(e.prompt_tokens for e in self.events if isinstance(e, _SPENDING))
 
     @property
     def completion_tokens(self) -> int:
         """Completion tokens spent before."""
-        return sum(e.completion_tokens for e in self.events if isinstance(e, LLMCallEvent))
+        return sum(e.completion_tokens for e in self.events if isinstance(e, _SPENDING))
 
     @property
     def cost(self) -> float:
         """Dollars spent before."""
-        return sum(e.cost for e in self.events if isinstance(e, LLMCallEvent))
+        return sum(e.cost for e in self.events if isinstance(e, _SPENDING))
 
 
 def load_history(path: Path, upto: int | None = None) -> History:

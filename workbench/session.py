@@ -184,11 +184,16 @@ async def open_controller(
     sandbox can run, and those of the MCP servers started in the sandbox (`mcp`, else started
     now; a server that did not start is reported when the run starts), and records into
     `log`."""
+    from workbench.agent.instructions import load_instructions
     from workbench.controller import Controller
 
     info = await runtime.info()
     if mcp is None:
         mcp = await start_mcp(config, runtime)
+    # The host's copy of the workspace (the local and Docker runtimes work on it); a remote
+    # sandbox's workspace is elsewhere, so its instructions are not read.
+    remote = config.sandbox.runtime == "remote"
+    instructions = None if remote else load_instructions(workspace_of(config), config.instructions)
     controller = Controller(
         config,
         runtime,
@@ -197,6 +202,7 @@ async def open_controller(
         confirm=confirm,
         workspace=info.workspace,
         executors=info.executors,
+        instructions=instructions,
     )
     mcp.attach(controller)
     return controller

@@ -150,3 +150,39 @@ def test_a_long_wait_for_the_model_is_a_line_in_the_conversation() -> None:
     assert cell.title == "waiting for openai/m · no answer after 20 s · gives up at 300 s"
     endless = cell_for_event(LLMWaitEvent(id=5, model="openai/m", waited_s=10.5))
     assert endless is not None and endless.title.endswith("after 10.5 s")
+
+
+def test_a_condensation_is_a_cell_with_its_figures_and_summary() -> None:
+    from workbench.events import CondensationEvent
+
+    event = CondensationEvent(
+        id=40,
+        reason="refused",
+        elided=[4, 7, 10],
+        summary="Reports 1-5 were printed.",
+        summarized_from=2,
+        summarized_to=18,
+        tokens_before=17_000,
+        tokens_after=7_000,
+        window=16_000,
+    )
+    cell = cell_for_event(event)
+    assert cell is not None
+    assert cell.title == (
+        "condensed history (after the provider refused a request for its length): "
+        "17000 → 7000 tokens of 16000, 3 outputs elided, events 2-18 summarised"
+    )
+    assert "Reports 1-5 were printed." in cell.body
+
+
+def test_the_instructions_read_are_a_cell() -> None:
+    from workbench.events import InstructionsEvent
+
+    event = InstructionsEvent(
+        id=1, files=["AGENTS.md"], chars=120, notes=["repo.md was not read: it is binary"]
+    )
+    cell = cell_for_event(event)
+    assert cell is not None
+    assert cell.title == (
+        "project instructions: AGENTS.md (120 characters); repo.md was not read: it is binary"
+    )

@@ -84,6 +84,10 @@ def cli_env(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:
         "WORKBENCH_LLM_RETRY_MAX_WAIT_S": "0.05",
         "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
         "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+        # The scripted model has no context limit unless a test gives it one. The window
+        # assumed for a model litellm does not know (32 000) would condense long sessions, and
+        # the summary calls would take the script's steps.
+        "WORKBENCH_LLM_MAX_INPUT_TOKENS": "10000000",
     }
     env.update(extra)
     return env

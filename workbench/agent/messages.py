@@ -4,7 +4,9 @@ Tool calls of one LLM reply form one assistant message; each is answered by a `t
 with the same `tool_call_id` (an observation, or the error text of a malformed call). A call
 left without an answer (the session stopped in between) gets a short placeholder, because
 providers reject a conversation with an unanswered call. Long results keep head and tail
-(`sandbox.truncate.truncate_middle`, the one truncation the sandbox uses too).
+(`sandbox.truncate.truncate_middle`, the one truncation the sandbox uses too). Condensation
+events are applied (`workbench.agent.condense`): elided outputs become a stub, and a summary
+stands, right after the task, for the events it covers.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from itertools import pairwise
 from typing import Any
 
 from sandbox.truncate import truncate_middle
+from workbench.agent.condense import ELIDED, SUMMARY_INTRO, CondensedView
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
     AnyAction,
     AnyObservation,
+    CondensationEvent,
     Event,
     LLMCallEvent,
     MessageEvent,
@@ -82,7 +86,11 @@ class _Unpaired:
     """
 
     def __init__(
-        self, system: str, max_observation_chars: int, scrub: Callable[[str], str] = str
+        self,
+        system: str,
+        max_observation_chars: int,
+        scrub: Callable[[str], str] = str,
+        view: CondensedView | None = None,
     ) -> None:
         self.messages: list[Message] = [{"role": "system", "content": system}]
         self._scrub = scrub
@@ -90,6 +98,8 @@ class _Unpaired:
         self.group: Message | None = None  # the open assistant message collecting tool calls
         self.deferred: list[Message] = []
         self._limit = max_observation_chars
+        self._view = view if view is not None and not view.empty else None
+        self._task_seen = False
 
     def closed(self) -> list[Message]:
         """The messages as they are once the open assistant message closes."""
@@ -97,6 +107,9 @@ class _Unpaired:
 
     def add(self, event: Event) -> None:
         """Take one more event."""
+        view = self._view
+        if view is not None and self._task_seen and event.id <= view.summarized_to:
+            return  # the summary stands for it
         if isinstance(event, ActionEvent | AgentErrorEvent):
             if self.group is None:
                 self.group = {"role": "assistant", "content": None, "tool_calls": []}
@@ -108,8 +121,11 @@ class _Unpaired:
                 self.deferred.append(_tool_result(event.tool_call_id, f"ERROR: {event.content}"))
         elif isinstance(event, ObservationEvent):
             self._close_group()
+            text = observation_text(event.observation)
+            if view is not None and event.id in view.elided:
+                text = ELIDED.format(chars=len(text))
             # A secret the agent got hold of anyway never goes to the model.
-            text = self._scrub(truncate_middle(observation_text(event.observation), self._limit))
+            text = self._scrub(truncate_middle(text, self._limit))
             self.messages.append(_tool_result(event.tool_call_id, text))
         elif isinstance(event, MessageEvent):
             self._close_group()
@@ -117,6 +133,11 @@ class _Unpaired:
                 self._append_assistant({"role": "assistant", "content": event.text})
             else:
                 self.messages.append({"role": "user", "content": event.text})
+                if event.source == "user" and not self._task_seen:
+                    self._task_seen = True
+                    if view is not None and view.summary:
+                        summary = SUMMARY_INTRO + self._scrub(view.summary)
+                        self.messages.append({"role": "user", "content": summary})
         elif isinstance(event, LLMCallEvent):
             self._close_group()  # a new reply starts a new assistant message
 
@@ -136,13 +157,17 @@ def build_messages(
     events: Iterable[Event],
     max_observation_chars: int = 0,
     scrub: Callable[[str], str] = str,
+    view: CondensedView | None = None,
 ) -> list[Message]:
-    """The conversation for the next LLM call, from the system prompt and the events so far.
+    """The conversation for the next LLM call, from the system prompt and the events so far
+    (condensed as their condensation events say, or as `view` says when given).
 
     `MessageBuilder` gives the same for a growing event list without going over the old events
     again (each event's text is made once).
     """
-    unpaired = _Unpaired(system, max_observation_chars, scrub)
+    events = list(events)
+    view = view if view is not None else CondensedView.of(events)
+    unpaired = _Unpaired(system, max_observation_chars, scrub, view)
     for event in events:
         unpaired.add(event)
     return _pair_results(unpaired.closed())
@@ -153,7 +178,8 @@ class MessageBuilder:
 
     Each call takes only the new events and pairs again only the messages from the last
     assistant message on (before it, nothing can change any more). A list that is not the old
-    one grown is built from scratch. Fresh dicts are returned every time: the caller (litellm)
+    one grown, or new events with a condensation among them, is built from scratch (with the
+    condensations applied). Fresh dicts are returned every time: the caller (litellm)
     may change the messages it is given.
     """
 
@@ -165,8 +191,10 @@ class MessageBuilder:
         self.scrub = scrub
         self._reset()
 
-    def _reset(self) -> None:
-        self._unpaired = _Unpaired(self.system, self.max_observation_chars, self.scrub)
+    def _reset(self, view: CondensedView | None = None) -> None:
+        self.view = view or CondensedView()
+        """The condensations applied so far."""
+        self._unpaired = _Unpaired(self.system, self.max_observation_chars, self.scrub, self.view)
         self._taken = 0  # events taken so far
         self._last: Event | None = None  # the last of them, to tell the same list grown
         self._paired: list[Message] = []  # the paired messages before `_paired_to`
@@ -177,7 +205,10 @@ class MessageBuilder:
         """The conversation for the next LLM call (equal to `build_messages` of `events`)."""
         taken = self._taken
         if len(events) < taken or (taken and events[taken - 1] is not self._last):
-            self._reset()
+            self._reset(CondensedView.of(events))
+            taken = 0
+        elif any(isinstance(event, CondensationEvent) for event in events[taken:]):
+            self._reset(CondensedView.of(events))  # earlier messages change: build again
             taken = 0
         for event in events[taken:]:
             self._unpaired.add(event)

@@ -29,11 +29,21 @@ unless asked.
 * If the same attempt fails twice, change your approach instead of repeating it."""
 
 
-def system_prompt(workspace: str, tools: Sequence[Tool[Any, Any]]) -> str:
-    """The system prompt for an agent in `workspace` offered `tools`."""
+_PROJECT = """\
+Project instructions (from the repository; follow them unless they conflict with the rules \
+above or the user's request):
+
+{text}"""
+
+
+def system_prompt(workspace: str, tools: Sequence[Tool[Any, Any]], instructions: str = "") -> str:
+    """The system prompt for an agent in `workspace` offered `tools`, with the project's
+    `instructions` (`workbench.agent.instructions`) last."""
     parts = [_INTRO.format(workspace=workspace)]
     lines = [f"* {tool.prompt_line or f'`{tool.name}`'}" for tool in tools]
     parts.append("Your tools:\n" + "\n".join(lines))
     parts += [extra for tool in tools if (extra := tool.prompt_extra())]
     parts.append(_RULES)
+    if instructions:
+        parts.append(_PROJECT.format(text=instructions))
     return "\n\n".join(parts)

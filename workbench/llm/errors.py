@@ -43,6 +43,15 @@ _CONNECTION_SIGNS: Final = (
 )
 # A reply litellm could not read as a completion: its own HTTP handler / the OpenAI SDK's words.
 _INVALID_REPLY_SIGNS: Final = ("unable to get json response", "invalid response from llm endpoint")
+# A request refused for its length, in the words of providers whose refusal litellm does not
+# map to ContextWindowExceededError (OpenAI's error code, wrapped as a BadRequestError).
+_CONTEXT_SIGNS: Final = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "prompt is too long",
+)
+_WINDOW_SIZE = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
 _SERVER_ERRORS: Final = frozenset(
     {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"}
 )
@@ -86,6 +95,12 @@ def retry_notice(kind: str, retry: int, wait_s: float, message: str) -> str:
 
 def _rebuild(kind: ErrorKind, message: str, status: int | None, retries: int) -> LLMError:
     return LLMError(kind, message, status=status, retries=retries)
+
+
+def stated_window(error: LLMError) -> int | None:
+    """The context window a length refusal names ("maximum context length is N tokens")."""
+    found = _WINDOW_SIZE.search(str(error))
+    return int(found.group(1)) if found else None
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
@@ -199,7 +214,8 @@ def classify(
             "Check your network and llm.base_url / LLM_BASE_URL.",
             status=status,
         )
-    if "ContextWindowExceededError" in names:
+    too_long = 400 <= (status or 400) < 500 and any(sign in lowered for sign in _CONTEXT_SIGNS)
+    if "ContextWindowExceededError" in names or too_long:
         return LLMError(
             "context_window",
             f"The conversation no longer fits the context window of {model} ({detail}).",

@@ -18,7 +18,7 @@ from typing import Any
 from sandbox.runtimes.base import SandboxError
 from workbench import exit_codes
 from workbench.config_schema import Config
-from workbench.events import ActionEvent, Event, ObservationEvent
+from workbench.events import ActionEvent, CondensationEvent, Event, ObservationEvent
 from workbench.headless import Nudger
 from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
 from workbench.replay.recording import Recording
@@ -63,6 +63,11 @@ def rewritten(history: list[Event], results: list[StepResult]) -> list[Event]:
         cause = getattr(event, "cause", None)
         if isinstance(cause, int):
             update["cause"] = ids.get(cause, cause)
+        if isinstance(event, CondensationEvent):  # what it condensed, by the new ids
+            update["elided"] = [ids.get(old, old) for old in event.elided]
+            for name in ("summarized_from", "summarized_to"):
+                old = getattr(event, name)
+                update[name] = ids.get(old, old) if old else 0
         out.append(event.model_copy(update=update))
     return out
 

@@ -101,6 +101,11 @@ class FakeBackend:
         """Record it."""
         self.calls.append("stop")
 
+    def condense_now(self) -> bool:
+        """Record it."""
+        self.calls.append("condense_now")
+        return True
+
     async def new_session(self) -> None:
         """Record it."""
         self.calls.append("new_session")

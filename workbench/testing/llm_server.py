@@ -13,7 +13,11 @@ From a shell: `python -m workbench.testing.llm_server SCRIPT.json [--port P]` pr
 
 Script format (JSON): a list of steps, or `{"steps": [...], "default": STEP}`. Each request
 consumes the next step; when the steps run out, `default` answers every further request (with
-no default, the server answers 400 "script exhausted"). A step is an object with:
+no default, the server answers 400 "script exhausted"). Two more keys of the object form:
+`max_prompt_tokens: N` refuses every request over N tokens (counted with tiktoken's cl100k_base
+as OpenAI counts chat requests) with OpenAI's HTTP 400 `context_length_exceeded` error, taking
+no step (`.refused` counts them); `without_tools: STEP` answers every request that offers no
+tools (a summary call) out of turn. A step is an object with:
 
 - `text`: the assistant's text.
 - `tool_calls`: `[{"name": "execute_bash", "arguments": {...}, "id": optional}]`; `arguments`
@@ -59,7 +63,9 @@ from workbench.testing.scripts import (
     completion_body,
     error_body,
     parse_script,
+    prompt_tokens,
     stream_chunks,
+    too_long_body,
 )
 
 __all__ = ["ScriptError", "ScriptedLLMServer", "main"]
@@ -75,6 +81,10 @@ class ScriptedLLMServer:
         self.script: Script = parse_script(script)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.refused: list[int] = []
+        """The numbers (1-based, among `requests`) of requests refused for their length."""
+        self.tokens: list[int] = []
+        """Each request's tokens, when `max_prompt_tokens` is set."""
         self._port = port
         self._lock = threading.Lock()
         self._position = 0  # index of the current step
@@ -167,10 +177,19 @@ class ScriptedLLMServer:
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Step | None]:
         """Record a request and take the step that answers it (None: script exhausted)."""
+        limit = self.script.max_prompt_tokens
+        tokens = prompt_tokens(body) if limit is not None else 0
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
             number = len(self.requests)
+            if limit is not None:
+                self.tokens.append(tokens)
+                if tokens > limit:
+                    self.refused.append(number)
+                    return number, Step(error=400, body=too_long_body(tokens, limit))
+            if not body.get("tools") and self.script.without_tools is not None:
+                return number, self.script.without_tools
             steps = self.script.steps
             if self._position < len(steps):
                 step = steps[self._position]

@@ -77,6 +77,10 @@ class Script(BaseModel):
 
     steps: list[Step] = Field(default_factory=list)
     default: Step | None = None
+    without_tools: Step | None = None
+    """Answers every request that offers no tools (a summary call), out of turn."""
+    max_prompt_tokens: int | None = Field(default=None, ge=1)
+    """Refuse any request over this many tokens (`prompt_tokens`) as OpenAI does."""
 
 
 def parse_script(data: Any) -> Script:
@@ -91,6 +95,62 @@ def parse_script(data: Any) -> Script:
         return Script.model_validate(data)
     except ValueError as exc:
         raise ScriptError(f"bad script: {exc}") from None
+
+
+_encoding: Any = None
+
+
+def _tokenizer() -> Any:
+    """tiktoken's cl100k_base, from the copy litellm ships (no network, no litellm import)."""
+    global _encoding
+    if _encoding is None:
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("litellm")
+        if spec is not None and spec.submodule_search_locations:
+            folder = os.path.join(
+                next(iter(spec.submodule_search_locations)), "litellm_core_utils", "tokenizers"
+            )
+            os.environ.setdefault("TIKTOKEN_CACHE_DIR", folder)
+        import tiktoken
+
+        _encoding = tiktoken.get_encoding("cl100k_base")
+    return _encoding
+
+
+def prompt_tokens(request: Mapping[str, Any]) -> int:
+    """The request's tokens counted as OpenAI counts them for chat models (cl100k_base): each
+    message's strings plus 3, 3 for the reply, and the tool schemas as JSON."""
+    encode = _tokenizer().encode
+    total = 3
+    for message in request.get("messages") or []:
+        total += 3
+        for key in ("role", "content", "name", "tool_call_id"):
+            value = message.get(key) if isinstance(message, Mapping) else None
+            if isinstance(value, str):
+                total += len(encode(value, disallowed_special=()))
+        for call in (message.get("tool_calls") or []) if isinstance(message, Mapping) else []:
+            function = call.get("function") or {}
+            for value in (function.get("name"), function.get("arguments")):
+                if isinstance(value, str):
+                    total += len(encode(value, disallowed_special=()))
+    if request.get("tools"):
+        total += len(encode(json.dumps(request["tools"]), disallowed_special=()))
+    return total
+
+
+def too_long_body(tokens: int, limit: int) -> dict[str, Any]:
+    """OpenAI's answer (HTTP 400) to a request over the model's context length."""
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {limit} tokens. However, your "
+            f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def _estimate(text: str) -> int:

@@ -694,6 +694,13 @@ class WorkbenchApp(App[int]):
             self.backend.stop()
             self.notify("Stopping the agent", timeout=2)
 
+    def action_condense_now(self) -> None:
+        """Condense the older history before the agent's next LLM call."""
+        if self.backend is not None and self.backend.condense_now():
+            self.notify("The history is condensed before the next LLM call", timeout=3)
+        else:
+            self.notify("No session to condense yet", timeout=3)
+
     def action_new_session(self) -> None:
         """Clear the panes; the next message starts a new session."""
         self._leave_saved()

@@ -97,6 +97,10 @@ class Backend(Protocol):
     def stop(self) -> None:
         """Stop the agent."""
 
+    def condense_now(self) -> bool:
+        """Condense the history before the next LLM call; False when no session is open."""
+        ...
+
     async def new_session(self) -> None:
         """Forget the current task; the next message starts a new session."""
 

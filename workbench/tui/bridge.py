@@ -428,6 +428,13 @@ class ControllerBackend:
             if not future.done():
                 future.set_result(("reject", (), None, ""))
 
+    def condense_now(self) -> bool:
+        """Condense the history before the next LLM call; False when no session is open."""
+        if self.controller is None:
+            return False
+        self.controller.condense_now()
+        return True
+
     async def new_session(self) -> None:
         """End the current session; the next task opens a new log in a fresh sandbox (the
         last session's shell folder, variables and kernel do not carry over)."""

@@ -21,13 +21,16 @@ from workbench.display import (
     plain_line,
     strip_ansi,
 )
+from workbench.event_lines import condensation_line, instructions_line
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
+    CondensationEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ErrorEvent,
     Event,
+    InstructionsEvent,
     LLMActivity,
     LLMRetryEvent,
     LLMWaitEvent,
@@ -176,6 +179,11 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
             "…",
             f"waiting for {event.model} · no answer after {event.waited_s:g} s{until}",
         )
+    if isinstance(event, CondensationEvent):
+        body = f"Summary sent in place of the events it covers:\n\n{event.summary}"
+        return Cell(key, "state", "⇣", condensation_line(event), body if event.summary else "")
+    if isinstance(event, InstructionsEvent):
+        return Cell(key, "state", "§", instructions_line(event))
     return None  # LLM accounting goes to the status bar
 
 

@@ -24,6 +24,11 @@ def palette_entries(panes: tuple[str, ...]) -> list[PaletteEntry]:
         PaletteEntry("New session", "Clear the panes and start over", "new_session"),
         PaletteEntry("Pause / resume", "Pause the agent after its step, or resume", "toggle_pause"),
         PaletteEntry("Stop the agent", "Stop the running task", "stop"),
+        PaletteEntry(
+            "Condense now",
+            "Condense the conversation's older history before the next LLM call",
+            "condense_now",
+        ),
         PaletteEntry("Toggle tool panes", "Show or hide shell/Jupyter/browser", "toggle_tools"),
     ]
     entries += [
