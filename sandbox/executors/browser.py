@@ -12,9 +12,11 @@ import importlib.util
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, ClassVar
 
@@ -46,6 +48,9 @@ class BrowserExecutor:
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
         self._restarted = False
+        self._temp: str | None = None
+        """The browser's own temp folder (its TMPDIR): Playwright and Chromium leave folders
+        there at every start (`playwright-artifacts-*`, profiles); removed at stop."""
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> BrowserExecutor:
@@ -108,7 +113,8 @@ class BrowserExecutor:
         self._stop()
 
     def _start(self) -> None:
-        env = {**os.environ, **self._context.env}
+        self._temp = tempfile.mkdtemp(prefix="sandbox-browser-")
+        env = {**os.environ, **self._context.env, "TMPDIR": self._temp}
         log = open(self._context.artifacts / "browser-worker.log", "ab")  # noqa: SIM115
         try:
             worker = [sys.executable, "-m", "sandbox.executors.browser_worker"]
@@ -169,8 +175,13 @@ class BrowserExecutor:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
+        if proc is not None:
+            self._end(proc)
+        temp, self._temp = self._temp, None
+        if temp is not None:  # every process that wrote there is gone
+            shutil.rmtree(temp, ignore_errors=True)
+
+    def _end(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
