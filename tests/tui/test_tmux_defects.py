@@ -118,3 +118,23 @@ def test_keys_sent_in_one_burst_keep_their_order(started: Any, size: tuple[int, 
     time.sleep(0.3)
     rows = term.screen()
     assert _input_rows(rows) == ["first", "second", "third"], "\n".join(rows)
+
+
+@pytest.mark.timeout(120)
+def test_a_terminal_closed_under_the_app_leaves_no_sandbox_folder(
+    started: Any, tmp_path: Path
+) -> None:
+    """Defect 14: closing the terminal (SIGHUP) killed the app before it closed the sandbox:
+    its temp folder and log stayed behind."""
+    term = started({"steps": [], "default": {"text": "ok"}})
+    term.wait_for(lambda rows: "sbx ✓" in rows[-2], "the sandbox", 60)
+    temp = tmp_path / "tmp"
+    assert list(temp.glob("sandbox-local-*")), "the sandbox's folder is where it is looked for"
+    pid = int(term.run("display-message", "-p", "-t", "wb", "#{pane_pid}").strip())
+    term.run("kill-server")  # the terminal goes away: the app gets SIGHUP
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists(), "the app is still running"
+    time.sleep(0.5)  # the sandbox server follows its parent's end
+    assert sorted(path.name for path in temp.iterdir()) == []

@@ -8,7 +8,10 @@ entries are in `commands.py`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
+import signal
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -75,6 +78,10 @@ BACKEND_START_DELAY_S = 0.25
 (it does so a few times as focus and bindings settle)."""
 _RUN_STARTS_FROM = frozenset({"idle", *ENDED_STATES})
 """A `running` state after one of these starts a new run (its steps counted from 0)."""
+HANGUP_CLOSE_S = 10.0
+"""After SIGHUP or SIGTERM, at most this long to close the sandbox before the app exits."""
+HANGUP_EXIT_S = 2.0
+"""After that, at most this long for Textual to end before the process exits anyway."""
 RECENT_EVENTS = 300
 """A loaded session fills the tool panes from its last this-many events (all are in the
 conversation)."""
@@ -187,6 +194,8 @@ class WorkbenchApp(App[int]):
         """A task to start as soon as the app is up (`workbench -t TASK` without --headless)."""
         self.initial_session: Path | None = None
         """A saved session to show as the app starts (`--resume ID`, `--last`)."""
+        self._signals: list[signal.Signals] = []
+        self._closing = False
         self.saved: SavedView | None = None
         """The saved session shown read-only (Ctrl-O, `--resume`) or a branch not yet begun."""
         self._last_escape = -1e9  # time.monotonic() of the last esc, for esc esc
@@ -260,6 +269,44 @@ class WorkbenchApp(App[int]):
         if self.backend is not None and self.initial_task:
             self.post_message(PromptSubmitted(self.initial_task))
         self.query_one(PromptInput).focus()
+        self._watch_hangup()
+
+    def _watch_hangup(self) -> None:
+        """A closed terminal (SIGHUP) or a SIGTERM closes the sandbox before the app ends:
+        by default either kills the app at once, leaving the sandbox's folder and log."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._hung_up)
+                self._signals.append(sig)
+
+    def on_unmount(self) -> None:
+        """Give the signals back (tests run many apps in one process)."""
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
+        self._signals.clear()
+
+    def _hung_up(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self.run_worker(self._close_and_exit(), group="hangup")
+
+    async def _close_and_exit(self) -> None:
+        from workbench.exit_codes import INTERRUPTED
+
+        if self.backend is not None:
+            with contextlib.suppress(Exception):  # whatever happens, the app must end
+                await asyncio.wait_for(self.backend.close(), HANGUP_CLOSE_S)
+        # With the terminal gone, Textual's input thread may never stop (reads fail at once,
+        # forever): once the sandbox is closed, nothing is left to save, so end regardless.
+        import os
+        import threading
+
+        watchdog = threading.Timer(HANGUP_EXIT_S, os._exit, [INTERRUPTED])
+        watchdog.daemon = True
+        watchdog.start()
+        self.exit(INTERRUPTED)
 
     def _workspace_shown(self) -> str:
         """The workspace's path, with ~ for the home folder."""
