@@ -310,12 +310,16 @@ Observation = Annotated[
 
 
 class OutputChunk(_Model):
-    """A piece of output of the running shell command, as it arrives (for the live shell pane)."""
+    """A piece of output of the running shell command or Jupyter cell, as it arrives (for the
+    live panes)."""
 
     kind: Literal["output"] = "output"
     seq: int
     command: str
     data: str
+    source: Literal["bash", "jupyter"] = "bash"
+    """Who printed it: the shell (ends with `CommandFinished`) or a Jupyter cell (its
+    observation ends it)."""
 
 
 class CommandFinished(_Model):

@@ -132,7 +132,8 @@ def _marker(last: _Line, skipped_bytes: int, skipped_events: int) -> bytes:
         f"\n[sandbox: {skipped_bytes} bytes of output ({skipped_events} events) skipped: "
         "this reader fell behind]\n"
     )
-    chunk = OutputChunk(seq=last.seq, command=last.command, data=text)
+    source = last.source if isinstance(last, OutputChunk) else "bash"
+    chunk = OutputChunk(seq=last.seq, command=last.command, data=text, source=source)
     return chunk.model_dump_json().encode() + b"\n"
 
 

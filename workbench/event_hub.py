@@ -148,7 +148,7 @@ class EventHub:
             async for chunk in self.runtime.stream():
                 if chunk.kind == "finished":
                     self._settled.set()
-                else:
+                elif chunk.source == "bash":  # a Jupyter cell's end is its observation
                     self._settled.clear()
                 for callback in list(self._output_subscribers):
                     try:

@@ -16,21 +16,24 @@ import base64
 import binascii
 import contextlib
 import importlib.util
+import itertools
 import os
 import re
 import secrets
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sandbox.executors.base import ExecutorContext, register
+from sandbox.executors.base import ExecutorContext, StreamListener, register
 from sandbox.protocol import (
     Action,
     ErrorObservation,
     IPythonAction,
     IPythonObservation,
     Observation,
+    OutputChunk,
 )
 from sandbox.truncate import DEFAULT_LIMIT, truncate_middle
 
@@ -86,12 +89,38 @@ class JupyterExecutor:
         self._starter: threading.Thread | None = None
         self._kernel_cwd = str(context.workspace)
         self._images = 0
+        self._listeners: list[StreamListener] = []
+        self._seq = itertools.count(1)
         self._begin_start()
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> JupyterExecutor:
         """Build the executor; the kernel starts at once in a background thread."""
         return cls(context)
+
+    def subscribe(self, listener: StreamListener) -> Callable[[], None]:
+        """Call `listener` (from the thread running the cell; it must not block) with each
+        piece of text a cell prints, as it prints it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _live(self, code: str) -> Callable[[str, dict[str, Any]], None]:
+        """What passes a running cell's printed text on to the listeners."""
+
+        def forward(kind: str, content: dict[str, Any]) -> None:
+            if kind != "stream" or not self._listeners:
+                return
+            chunk = OutputChunk(
+                seq=next(self._seq),
+                command=code,
+                data=str(content.get("text", "")),
+                source="jupyter",
+            )
+            for listener in list(self._listeners):
+                with contextlib.suppress(Exception):  # a broken listener must not stop the cell
+                    listener(chunk)
+
+        return forward
 
     @property
     def kernel_pid(self) -> int | None:
@@ -120,7 +149,9 @@ class JupyterExecutor:
             if kernel is None:
                 return ErrorObservation(error_kind="internal", content=" ".join(notes))
             self._follow_shell(kernel)
-            run = kernel.run(action.code, timeout, expressions=CWD_EXPRESSION)
+            run = kernel.run(
+                action.code, timeout, expressions=CWD_EXPRESSION, on_message=self._live(action.code)
+            )
             cwd = self._cwd_after(kernel, run)
             after = self._after_run(kernel, run, timeout)
             return self._observe(action, run, notes, after, cwd, kernel.python)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,13 +150,15 @@ class Kernel:
         timeout: float,
         silent: bool = False,
         expressions: dict[str, str] | None = None,
+        on_message: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> CellRun:
         """Execute `code` and collect its output until the kernel is idle again.
 
         On `timeout` the kernel is interrupted and the output up to then kept; if it does not
         stop within INTERRUPT_GRACE_S the run ends with status "timeout". A kernel that dies
         meanwhile ends the run with status "died". `expressions` are evaluated by the kernel
-        after a cell that succeeds, in the same request (`CellRun.expressions`).
+        after a cell that succeeds, in the same request (`CellRun.expressions`). `on_message`
+        sees each output message as it arrives (for live output).
         """
         assert self._client is not None
         client = self._client
@@ -195,6 +198,8 @@ class Kernel:
                 run.started = True
                 continue
             run.messages.append((kind, content))
+            if on_message is not None:
+                on_message(kind, content)
         reply = self._reply(msg_id)
         if reply is None:
             run.status = "died" if not self.alive() else "error"

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import (
     ActionEvent,
@@ -444,4 +446,71 @@ async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_pat
             shot = shots.first()
             assert shot.size.height > 0 and shot.display
             assert any("▀" in shot.render_line(y).text for y in range(shot.size.height))
+            await app.action_quit()
+
+
+@pytest.mark.timeout(120)
+async def test_a_jupyter_cell_s_output_shows_while_it_runs(tmp_path: Path) -> None:
+    """Defect 6: a cell printing every second showed nothing until it ended. Real kernel,
+    real sandbox stream."""
+    import time
+
+    from sandbox.protocol import IPythonObservation
+    from workbench.config import load_config
+    from workbench.testing.llm_server import ScriptedLLMServer
+    from workbench.tui.app import create_app
+    from workbench.tui.bridge import ControllerBackend
+    from workbench.tui.widgets.jupyter import JupyterPane
+    from workbench.tui.widgets.prompt import PromptInput
+    from workbench.tui.widgets.status import StatusBar
+
+    code = (
+        "import time\nfor i in range(1, 5):\n    print('tick', i, flush=True)\n    time.sleep(0.7)"
+    )
+    cell = {"name": "execute_ipython_cell", "arguments": {"code": code, "security_risk": "LOW"}}
+    finish = {"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "cfg").mkdir()
+    with ScriptedLLMServer([{"tool_calls": [cell]}, finish]) as server:
+        env = {
+            **server.llm_env(),
+            "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
+            "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
+            "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+        }
+        config = load_config(env=env, overrides={"sandbox.workspace": str(workspace)})
+        backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+        app = create_app(
+            config, backend, clock=lambda: 0.0, image_mode="halfcell", user_themes=tmp_path
+        )
+        results: list[Event] = []
+        async with app.run_test(size=(120, 40)) as pilot:
+            original = app.feed_event
+
+            def watch(event: Event, live: bool = True) -> None:
+                if isinstance(event, ObservationEvent) and isinstance(
+                    event.observation, IPythonObservation
+                ):
+                    results.append(event)
+                original(event, live)
+
+            app.feed_event = watch  # type: ignore[method-assign]
+            jupyter = app.query_one(JupyterPane)
+            status = app.query_one(StatusBar)
+            app.query_one(PromptInput).focus()
+            await pilot.press(*"count", "enter")
+            deadline = time.monotonic() + 60
+            shown = lambda: any("tick 1" in c.body for c in jupyter.cells)  # noqa: E731
+            while not shown():
+                assert time.monotonic() < deadline, "no live output"
+                await pilot.pause(0.05)
+            assert not results, "the output came only with the result"
+            while status.data.state != "finished":
+                assert time.monotonic() < deadline, "no finish"
+                await pilot.pause(0.05)
+            outs = [c for c in jupyter.cells if c.icon == "Out"]
+            assert len(outs) == 1 and outs[0].body.splitlines() == [
+                f"tick {i}" for i in range(1, 5)
+            ]
             await app.action_quit()

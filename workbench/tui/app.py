@@ -406,8 +406,12 @@ class WorkbenchApp(App[int]):
         self.query_one(ConversationView).add_events(batch, live=False)
 
     def feed_output(self, event: OutputChunk | CommandFinished) -> None:
-        """Live shell output (any thread): buffered, drawn by the pane's timer."""
-        self.query_one(ShellPane).feed(event)
+        """Live output of the shell or a Jupyter cell (any thread): buffered, drawn by the
+        pane's timer."""
+        if isinstance(event, OutputChunk) and event.source == "jupyter":
+            self.query_one(JupyterPane).feed(event.data)
+        else:
+            self.query_one(ShellPane).feed(event)
 
     def on_event_arrived(self, message: EventArrived) -> None:
         """An event from the controller."""
