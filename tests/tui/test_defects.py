@@ -514,3 +514,34 @@ async def test_a_jupyter_cell_s_output_shows_while_it_runs(tmp_path: Path) -> No
                 f"tick {i}" for i in range(1, 5)
             ]
             await app.action_quit()
+
+
+async def test_a_maximized_pane_draws_its_image_larger(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """Defect 7, as tried at 80x24: F6 on the Jupyter pane gives the chart the room, its
+    aspect ratio kept."""
+    from conftest import MemoryArtifacts, png
+
+    from sandbox.protocol import IPythonAction, IPythonObservation
+    from workbench.tui.widgets.jupyter import JupyterPane
+
+    app = app_factory()
+    async with app.run_test(size=(80, 40)) as pilot:
+        jupyter = app.query_one(JupyterPane)
+        jupyter.loader = MemoryArtifacts({"chart.png": png(320, 200)}).load
+        action = IPythonAction(code="plot()")
+        app.feed_event(
+            ActionEvent(id=1, tool_name="execute_ipython_cell", tool_call_id="c1", action=action)
+        )
+        obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
+        app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
+        await pilot.pause(0.2)
+        image = next(cell for cell in jupyter.cells if cell.image is not None)
+        small = _drawn([strip.text for strip in jupyter._body(image)])
+        app.action_show_pane("jupyter")
+        jupyter.focus()
+        await pilot.press("f6")
+        await pilot.pause(0.2)
+        large = _drawn([strip.text for strip in jupyter._body(image)])
+        assert large[1] > small[1] and abs(large[0] / (2 * large[1]) - 1.6) < 0.15, (small, large)

@@ -85,6 +85,7 @@ class CellList(ScrollView, can_focus=True):
         self._total = 0
         self._bodies: OrderedDict[str, list[Strip]] = OrderedDict()
         self._body_width = 0
+        self._body_height = 0
         self.cursor = -1
         self.follow = True
         """Keep the view (and the cursor) at the end as cells arrive."""
@@ -228,6 +229,14 @@ class CellList(ScrollView, can_focus=True):
         """Bodies wrap to the width, so a new width means new heights; the end stays in view."""
         following = self.follow
         self._rewrap_if_resized()
+        if self.scrollable_content_region.height != self._body_height:
+            # Images are sized to the view's height (F6 maximized the pane, say): draw again.
+            self._body_height = self.scrollable_content_region.height
+            drawn = [cell.key for cell in self.cells if cell.image and cell.key in self._bodies]
+            for key in drawn:
+                del self._bodies[key]
+            if drawn:
+                self._relayout_from(0)
         if following:  # e.g. the confirmation panel came or went and the pane changed height
             self.follow = True
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
@@ -283,6 +292,7 @@ class CellList(ScrollView, can_focus=True):
             return cached
         width = self._content_width()
         self._body_width = width
+        self._body_height = self.scrollable_content_region.height
         inner = max(8, width - (_INLINE_INDENT if cell.inline else 2))
         console = self.app.console
         options = console.options.update(
