@@ -178,8 +178,8 @@ class BrowserExecutor:
         if proc is not None:
             self._end(proc)
         temp, self._temp = self._temp, None
-        if temp is not None:  # every process that wrote there is gone
-            shutil.rmtree(temp, ignore_errors=True)
+        if temp is not None:
+            _remove_when_quiet(temp)
 
     def _end(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
@@ -194,6 +194,17 @@ class BrowserExecutor:
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
+
+
+def _remove_when_quiet(folder: str, limit_s: float = 3.0) -> None:
+    """Remove `folder`, again while Chromium's last processes (killed, not yet gone) still
+    write into it, for up to `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.exists(folder) or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def browser_unavailable_reason() -> str | None:
