@@ -361,8 +361,7 @@ class CellList(ScrollView, can_focus=True):
             first = body[0].crop(_INLINE_INDENT) if body else Strip([])
             row = Strip.join([Strip(head.render(console), head.cell_len), first])
             return row.apply_style(self.base_style)
-        title = cell.label if cell.expanded and cell.label else cell.title
-        head.append(title.replace("\n", " "), role)
+        head.append(cell.title.replace("\n", " "), role)
         summary = cell.summary if not inline else ""
         if summary:
             shown = Text(summary, self._style(cell.summary_role or cell.role), no_wrap=True, end="")
