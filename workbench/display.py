@@ -72,8 +72,6 @@ class Cell:
     expanded: bool = False
     image: bytes | None = None
     """A PNG drawn below the body (Jupyter output)."""
-    label: str = ""
-    """Shown instead of the title while expanded (messages, whose body repeats the title)."""
     summary: str = ""
     """The outcome in a few words, drawn at the right end of the title row (`+3 -1`,
     `✗ exit 1 · 4 lines · fatal: ...`)."""

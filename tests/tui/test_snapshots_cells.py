@@ -29,7 +29,8 @@ from workbench.events import (
     StateChangedEvent,
 )
 from workbench.tui.app import WorkbenchApp
-from workbench.tui.widgets.conversation import ConversationView
+from workbench.tui.widgets.conversation import TICK_S, ConversationView
+from workbench.tui.widgets.prompt import PromptInput
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 MODEL = "openai/test-model"
@@ -121,6 +122,7 @@ def story() -> list[Event]:
 async def _show(pilot: Pilot[Any], events: list[Event], expand: int | None = None) -> None:
     app = pilot.app
     assert isinstance(app, WorkbenchApp)
+    app.query_one(PromptInput).cursor_blink = False  # a blink must not decide the picture
     for event in events:
         app.feed_event(event)
     await pilot.pause()
@@ -204,7 +206,7 @@ def test_a_reply_streaming(
         view = app.query_one(ConversationView)
         view.show_activity(LLMActivity("start", MODEL, -3.0))
         view.show_activity(LLMActivity("text", MODEL, -3.0, LONG_THOUGHT[:180]))
-        await pilot.pause()
+        await pilot.pause(3 * TICK_S)  # streamed text is drawn at the next tick
 
     assert snap_compare(app_factory(), terminal_size=size, run_before=before)
 

@@ -120,8 +120,8 @@ def test_a_first_task_in_tmux_at_80x24(tmp_path: Path, tmux: Tmux) -> None:
         server.stop()
     assert len(rows) == 24
     assert rows[0].startswith("╭─ conversation ") and rows[0].endswith("╮")
-    assert any("✔ finished" in row for row in rows)
-    assert any("hi.sh prints hi." in row for row in rows)
+    assert any("✔ hi.sh prints hi." in row for row in rows)  # the finish message, whole
+    assert any("■ finished · success" in row for row in rows)
     # The status bar and the footer each have their own row, nothing drawn over them.
     status = rows[-2]
     assert status.split("│")[1:3] == [" finished ", " 3/100 "], status

@@ -200,19 +200,17 @@ class Tool(Generic[A, Obs]):
         body = json.dumps(args, indent=2, ensure_ascii=False)
         return Cell(key, "action", "⚙", title, body, "code", "json")
 
-    def result_cell(self, key: str, action: A, outcome: Cell) -> Cell:
-        """One row for the action and its result (`outcome`, the result's own cell): the
-        action's title, the outcome at the right end; expanded, the action's text when the
-        title does not show it all, then the result's."""
-        cell = self.action_cell(key, action)
-        sections = (
-            [Section(outcome.body, outcome.body_format, outcome.lexer)] if outcome.body else []
-        )
-        if cell.body.strip() and cell.body.strip() != cell.title.strip():
-            sections.insert(0, Section(cell.body, cell.body_format, cell.lexer))
-        first, *rest = sections or [Section("")]
-        cell.body, cell.body_format, cell.lexer = first.text, first.body_format, first.lexer
-        cell.more = tuple(rest)
+    def result_cell(self, cell: Cell, action: A, outcome: Cell) -> Cell:
+        """One row for the action and its result: the action's `cell` (from `action_cell`,
+        changed in place) takes the outcome (`outcome`, the result's own cell) at the right
+        end; expanded, it shows the action's text when the title does not show it all, then
+        the result's."""
+        own = cell.body
+        result = Section(outcome.body, outcome.body_format, outcome.lexer)
+        if own and own != cell.title and own.strip() != cell.title:  # the title shows less
+            cell.more = (result,) if outcome.body else ()
+        else:
+            cell.body, cell.body_format, cell.lexer = result.text, result.body_format, result.lexer
         cell.summary = outcome.summary or f"{outcome.icon} {outcome.title}"
         cell.summary_role = outcome.role
         if outcome.role == "error":

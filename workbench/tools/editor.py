@@ -147,10 +147,10 @@ class EditorTool(Tool[FileEditAction, FileEditObservation]):
         summary = f"✓ {lines} line{'s' if lines != 1 else ''}" if obs.command == "view" else "✓"
         return Cell(key, "observation", "✓", title, obs.content, "text", summary=summary)
 
-    def result_cell(self, key: str, action: FileEditAction, outcome: Cell) -> Cell:
+    def result_cell(self, cell: Cell, action: FileEditAction, outcome: Cell) -> Cell:
         """One row: the command and path, `+N −M`; on expand the diff (which says what the
         replacement did), else what the editor answered."""  # noqa: RUF002
-        cell = super().result_cell(key, action, outcome)
+        cell = super().result_cell(cell, action, outcome)
         if outcome.body_format == "code" and outcome.lexer == "diff":
             cell.body, cell.body_format, cell.lexer = outcome.body, "code", "diff"
             cell.more = ()

@@ -187,15 +187,21 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
     return None  # LLM accounting goes to the status bar
 
 
-def result_cell(action: ActionEvent, observation: ObservationEvent) -> Cell | None:
-    """One row for an action and its result: the action, its outcome at the right (None when
-    the result has no cell: the action's own cell stays)."""
+def result_cell(
+    action: ActionEvent, observation: ObservationEvent, cell: Cell | None = None
+) -> Cell | None:
+    """One row for an action and its result: the action's cell (`cell`, changed in place, or
+    a new one), its outcome at the right (None when the result has no cell: the action's own
+    cell stays as it is)."""
     outcome = REGISTRY.for_observation(observation.observation).observation_cell(
         f"e{observation.id}", observation.observation
     )
     if outcome is None:
         return None
-    return REGISTRY.for_action(action.action).result_cell(f"e{action.id}", action.action, outcome)
+    tool = REGISTRY.for_action(action.action)
+    if cell is None:
+        cell = tool.action_cell(f"e{action.id}", action.action)
+    return tool.result_cell(cell, action.action, outcome)
 
 
 def llm_call_cell(activity: LLMActivity, now: float, retries: int = 0) -> Cell:

@@ -102,8 +102,9 @@ class CellList(ScrollView, can_focus=True):
         if not added:
             return
         was_at_end = self.follow
+        width = self._content_width()
         for cell in added:
-            height = self._height(cell)
+            height = self._height(cell, width)
             self._starts.append(self._total)
             self._heights.append(height)
             self._total += height
@@ -173,8 +174,9 @@ class CellList(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ layout
 
     def _relayout_from(self, index: int) -> None:
+        width = self._content_width()
         for i in range(index, len(self.cells)):
-            self._heights[i] = self._height(self.cells[i])
+            self._heights[i] = self._height(self.cells[i], width)
         self._starts = [0, *accumulate(self._heights)][: len(self._heights)]
         self._total = sum(self._heights)
         self._update_size()
@@ -184,7 +186,7 @@ class CellList(ScrollView, can_focus=True):
         """One cell changed height: shift the cells after it (a view at the end stays there,
         e.g. when an image arrives in the last cell)."""
         following = self.follow
-        delta = self._height(self.cells[index]) - self._heights[index]
+        delta = self._height(self.cells[index], self._content_width()) - self._heights[index]
         if delta:
             self._heights[index] += delta
             starts = self._starts
@@ -206,14 +208,15 @@ class CellList(ScrollView, can_focus=True):
     def _content_width(self) -> int:
         return max(1, self.scrollable_content_region.width)
 
-    def _height(self, cell: Cell) -> int:
+    def _height(self, cell: Cell, width: int) -> int:
+        """Rows the cell takes at `width` (the content width, which costs a lookup)."""
         if not cell.expanded or not cell.expandable:
             return 1
         if cell.inline:
-            return 1 if self._fits_title(cell) else max(1, len(self._body(cell)))
+            return 1 if self._fits_title(cell, width) else max(1, len(self._body(cell)))
         return 1 + len(self._body(cell))
 
-    def _fits_title(self, cell: Cell) -> bool:
+    def _fits_title(self, cell: Cell, width: int) -> bool:
         """An inline cell whose text is one short line: its title row shows all of it (no
         rendering needed, which keeps a loaded session's many short messages cheap)."""
         body = cell.body.strip()
@@ -221,7 +224,7 @@ class CellList(ScrollView, can_focus=True):
             cell.image is None
             and not cell.more
             and "\n" not in body
-            and len(body) <= self._content_width() - _INLINE_INDENT
+            and len(body) <= width - _INLINE_INDENT
             and body[:1] not in _BLOCK_STARTS
         )
 
@@ -365,10 +368,9 @@ class CellList(ScrollView, can_focus=True):
         and the summary at the right end."""
         role = self._style(cell.role)
         inline = cell.inline and cell.expanded and cell.expandable
-        if inline and self._fits_title(cell):
-            marker = "  "  # nothing more to show: no expand marker
-        else:
-            marker = ("▾ " if cell.expanded else "▸ ") if cell.expandable else "  "
+        fits = inline and self._fits_title(cell, width)
+        expander = ("▾ " if cell.expanded else "▸ ") if cell.expandable else "  "
+        marker = "  " if fits else expander  # all shown at once: nothing to expand
         head = Text.assemble(
             (marker, role + Style(dim=True)),
             (cell.icon + " ", role + Style(bold=True)),
@@ -376,14 +378,13 @@ class CellList(ScrollView, can_focus=True):
             end="",
         )
         console = self.app.console
-        if inline and not self._fits_title(cell):
+        if inline and not fits:
             body = self._body(cell)
             head.truncate(_INLINE_INDENT, pad=True)
             first = body[0].crop(_INLINE_INDENT) if body else Strip([])
             row = Strip.join([Strip(head.render(console), head.cell_len), first])
             return row.apply_style(self.base_style)
-        title = cell.label if cell.expanded and cell.label else cell.title
-        head.append(title.replace("\n", " "), role)
+        head.append(cell.title.replace("\n", " "), role)
         summary = cell.summary if not inline else ""
         if summary:
             shown = Text(summary, self._style(cell.summary_role or cell.role), no_wrap=True, end="")
@@ -403,9 +404,10 @@ class CellList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """The row `y` rows below the top of the view."""
-        self._rewrap_if_resized()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
+        if self._bodies and max(1, width) != self._body_width:
+            self._rewrap_if_resized()
         row = scroll_y + y
         if row >= self._total or not self.cells:
             if row == 0 and self.empty_text:

@@ -182,23 +182,23 @@ class ConversationView(CellList):
         live_row = self.pop_cell() if self._has_live_row() else None
         base = len(self.cells)
         cells: list[Cell] = []
+        actions = self._actions
         for event in events:
-            if isinstance(event, ObservationEvent) and event.cause in self._actions:
-                index, action = self._actions.pop(event.cause)
-                merged = result_cell(action, event)
-                if merged is not None:
-                    if index >= base:
-                        merged.expanded = cells[index - base].expanded
-                        cells[index - base] = merged
-                    else:
-                        merged.expanded = self.cells[index].expanded
-                        self.replace_cell(index, merged)
+            if isinstance(event, ObservationEvent):
+                waiting = actions.pop(event.cause, None)
+                if waiting is not None and self._merge(waiting, event, cells, base):
                     continue
-            for cell in (thought_cell(event, live), cell_for_event(event, live=live)):
-                if cell is None:
-                    continue
-                if isinstance(event, ActionEvent) and not cell.key.endswith("t"):
-                    self._actions[event.id] = (base + len(cells), event)
+            elif isinstance(event, ActionEvent):
+                thought = thought_cell(event, live)
+                if thought is not None:
+                    cells.append(thought)
+                cell = cell_for_event(event, live=live)
+                if cell is not None:
+                    actions[event.id] = (base + len(cells), event)
+                    cells.append(cell)
+                continue
+            cell = cell_for_event(event, live=live)
+            if cell is not None:
                 cells.append(cell)
         if not live:
             for cell in cells[-OPEN_TAIL:]:
@@ -206,6 +206,25 @@ class ConversationView(CellList):
         self.add_cells(cells)
         if live_row is not None:
             self.add_cells([live_row])
+
+    def _merge(
+        self,
+        waiting: tuple[int, ActionEvent],
+        result: ObservationEvent,
+        cells: list[Cell],
+        base: int,
+    ) -> bool:
+        """Put `result` into its action's row (in `cells`, the batch starting at row `base`,
+        or already shown); False when the result has no cell of its own."""
+        index, action = waiting
+        if index >= base:  # in this batch: changed in place, laid out with the batch
+            return result_cell(action, result, cells[index - base]) is not None
+        merged = result_cell(action, result)
+        if merged is None:
+            return False
+        merged.expanded = self.cells[index].expanded
+        self.replace_cell(index, merged)
+        return True
 
     # ------------------------------------------------------------------ the model call
 
@@ -221,7 +240,8 @@ class ConversationView(CellList):
         self._activity = activity
         if self._ticker is None:
             self._ticker = self.set_interval(TICK_S, self._draw_activity)
-        self._draw_activity()
+        if activity.phase != "text" or not self._has_live_row():
+            self._draw_activity()  # streamed text waits for the next tick: one render per tick
 
     def _has_live_row(self) -> bool:
         return bool(self.cells) and self.cells[-1].key == _LIVE_KEY
