@@ -54,7 +54,9 @@ async def test_the_welcome_names_the_workspace_the_model_and_three_keys(tmp_path
         await pilot.pause()
         # Cells replace the welcome; the workspace stays in the border.
         assert "workspace" not in "\n".join(_rows(app, view, 9))
-        assert str(tmp_path / "project") in str(view.border_title)
+        title = str(view.border_title)
+        shown = title.removeprefix("conversation · ").removeprefix("…")
+        assert title.endswith("/project") and str(tmp_path / "project").endswith(shown)
 
 
 async def test_help_lists_every_binding_and_closes_with_esc(tmp_path: Path) -> None:
