@@ -66,3 +66,14 @@ def rewind_to_event(log: Path, event_id: int, config: CheckpointsConfig) -> Rewi
     plan = plan_rewind(found, store, target)
     changes = rewind(found, store, plan) if not plan.changes.empty else plan.changes
     return RewindPreview(found.session_id, found.workspace, target.step, changes)
+
+
+def step_diff(workspace: Path, before: str | None, after: str) -> str:
+    """The unified diff between two checkpoints of `workspace` (None: the empty tree)."""
+    from sandbox.checkpoints import CheckpointStore
+    from workbench.checkpoint_store import checkpoint_store_of
+
+    store = checkpoint_store_of(workspace)
+    if not (store / "HEAD").is_file():
+        raise CheckpointCommandError(f"no checkpoint store for {workspace} at {store}")
+    return CheckpointStore(store, workspace, key="diff").diff(before, after)

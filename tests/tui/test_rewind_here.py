@@ -101,6 +101,18 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             view = app.query_one(ConversationView)
             index = next(i for i, c in enumerate(view.cells) if c.key == f"e{first}")
 
+            # Each action's row says what its step changed; expanded, the diff of the step.
+            second = next(i for i, c in enumerate(view.cells) if "rm a.txt" in c.title)
+            assert view.cells[second].summary.endswith("files +1 ~0 -1")
+            assert view.cells[index].summary.endswith("files +1 ~0 -0")
+            view.focus()
+            view.action_cursor_to(second)
+            await pilot.press("enter")
+            shown = "\n".join(section.text for section in view.cells[second].more)
+            assert view.cells[second].expanded
+            assert "+two" in shown and "-one" in shown and "b/b.txt" in shown
+            await pilot.press("enter")
+
             # Asked first, and "no" (or escape) changes nothing.
             view.focus()
             view.action_cursor_to(index)
@@ -138,6 +150,19 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             header = read(backend.session.path).header
             assert (header.parent_id, header.parent_event) == (log.stem, upto)
             assert _files(ws) == {"a.txt": "one\n"}  # going on keeps the rewound files
+
+            # A reopened session's rows read their diffs from the same checkpoints.
+            await _until(pilot, lambda: status.data.state == "finished", "the branch's end")
+            app.open_session_file(log)
+            await pilot.pause()
+            second = next(i for i, c in enumerate(view.cells) if "rm a.txt" in c.title)
+            assert view.cells[second].summary.endswith("files +1 ~0 -1")
+            view.focus()
+            view.action_cursor_to(second)
+            view.cells[second].expanded = False
+            await pilot.press("enter")
+            shown = "\n".join(section.text for section in view.cells[second].more)
+            assert "+two" in shown and "-one" in shown
             await app.action_quit()
 
 

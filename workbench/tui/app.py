@@ -270,6 +270,16 @@ class WorkbenchApp(App[int]):
             self.post_message(PromptSubmitted(self.initial_task))
         self.query_one(PromptInput).focus()
         self._watch_hangup()
+        if self.config is not None:
+            from workbench.session import workspace_of
+
+            self._diffs_from(workspace_of(self.config))
+
+    def _diffs_from(self, workspace: Path) -> None:
+        """The conversation reads its rows' diffs from the checkpoints of `workspace`."""
+        from workbench.rewind_here import step_diff
+
+        self.query_one(ConversationView).diff_of = partial(step_diff, workspace)
 
     def _watch_hangup(self) -> None:
         """A closed terminal (SIGHUP) or a SIGTERM closes the sandbox before the app ends:
@@ -801,6 +811,7 @@ class WorkbenchApp(App[int]):
             return
         self.action_new_session()
         self.load_events(loaded.events)
+        self._diffs_from(Path(loaded.header.workspace))
         self._show_saved(SavedView(path, loaded.header.session_id))
         if loaded.bad_lines or loaded.truncated:
             self.notify(f"{len(loaded.bad_lines)} unreadable line(s) skipped", severity="warning")
@@ -861,6 +872,7 @@ class WorkbenchApp(App[int]):
             return
         self.action_new_session()
         self.load_events(history.events)
+        self._diffs_from(Path(history.workspace))
         self._show_saved(SavedView(source, history.parent_id, history.upto))
         self.query_one(PromptInput).focus()
 

@@ -10,11 +10,13 @@ Nothing here imports Textual, so building 10 000 cells costs only the string wor
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from workbench.display import (
     BodyFormat,
     Cell,
     Role,
+    Section,
     first_line,
     last_line,
     lexer_for_path,
@@ -25,6 +27,7 @@ from workbench.event_lines import condensation_line, instructions_line
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
+    CheckpointEvent,
     CondensationEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
@@ -222,3 +225,42 @@ def llm_call_cell(activity: LLMActivity, now: float, retries: int = 0) -> Cell:
         expanded=True,
         inline=True,
     )
+
+
+FILES_SHOWN = 50
+"""Changed files listed on a row at most; the rest are counted."""
+DIFF_LINES = 400
+"""Lines of a step's diff shown on its row; `workbench diff` gives the whole."""
+
+
+def with_files(cell: Cell, event: CheckpointEvent, counts: bool = True) -> None:
+    """Add what the step of `event` changed in the workspace to its action's row: file counts
+    beside its outcome (when `counts`), the files themselves on expand."""
+    rows = [("+", event.added), ("~", event.changed), ("-", event.deleted)]
+    lines = [f"{sign} {name}" for sign, names in rows for name in names]
+    if len(lines) > FILES_SHOWN:
+        lines = [*lines[:FILES_SHOWN], f"… and {len(lines) - FILES_SHOWN} more"]
+    if counts:
+        files = f"files +{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
+        cell.summary = f"{cell.summary} · {files}" if cell.summary else files
+    listed = "\n".join(lines)
+    cell.more = (*cell.more, Section(f"files changed by step {event.step}:\n{listed}"))
+
+
+def show_diff(
+    cell: Cell, diff_of: Callable[[str | None, str], str], before: str | None, after: str
+) -> None:
+    """Put the diff of the step (checkpoints `before` to `after`) in place of its file list."""
+    try:
+        text = diff_of(before, after)
+    except Exception as exc:  # a store gone or unreadable: the file list stays, with why
+        note = f"(the diff could not be read from the checkpoints: {exc})"
+        last = cell.more[-1] if cell.more else Section("")
+        cell.more = (*cell.more[:-1], Section(f"{last.text}\n{note}"))
+        return
+    lines = text.splitlines()
+    if len(lines) > DIFF_LINES:
+        more = len(lines) - DIFF_LINES
+        text = "\n".join([*lines[:DIFF_LINES], f"… {more} more lines (`workbench diff`)"])
+    if text.strip():
+        cell.more = (*cell.more[:-1], Section(text, "code", "diff"))

@@ -18,14 +18,16 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.strip import Strip
 
-from workbench.events import ActionEvent, Event, LLMActivity, ObservationEvent
+from workbench.events import ActionEvent, CheckpointEvent, Event, LLMActivity, ObservationEvent
 from workbench.tui.cells import (
     Cell,
     cell_for_event,
     first_line,
     llm_call_cell,
     result_cell,
+    show_diff,
     thought_cell,
+    with_files,
 )
 from workbench.tui.messages import BranchRequested, RewindRequested, StrayKey
 from workbench.tui.widgets.cell_list import CellList
@@ -40,6 +42,7 @@ first line, one key away): the heights of thousands of wrapped texts are not com
 TICK_S = 0.1
 """How often the model-call row is redrawn while text streams (its clock shows seconds)."""
 _LIVE_KEY = "llm-live"
+EDITOR_TOOL = "str_replace_editor"
 CELL_KEYS = frozenset({"j", "k", "c", "e", "b", "r", "space"})
 """The printable keys that act on the cell under the cursor; other letters are typed."""
 KEYS_HINT = "j/k move · ⏎ expand · c copy · e edit · b branch · r rewind · letters type"
@@ -71,6 +74,13 @@ class ConversationView(CellList):
         self._shown = ""
         """The model-call row's title and text as last drawn (redrawn only when they change)."""
         self._ticker: Timer | None = None
+        self._rows: dict[int, tuple[int, str]] = {}
+        """Actions whose checkpoint has not come yet: their row, and their tool's name."""
+        self._diffs: dict[str, tuple[str | None, str]] = {}
+        """Rows whose step changed files, by key: the commits before and after the step."""
+        self._last_commit: str | None = None
+        self.diff_of: Callable[[str | None, str], str] | None = None
+        """The unified diff between two checkpoints of the workspace shown (set by the app)."""
         self._typing_away = False
         self.workspace = ""
         """The workspace's path, shown in the border title (see `set_welcome`)."""
@@ -173,6 +183,9 @@ class ConversationView(CellList):
     def clear(self) -> None:
         """Remove every cell (and forget the actions waiting for a result)."""
         self._actions.clear()
+        self._rows.clear()
+        self._diffs.clear()
+        self._last_commit = None
         self._end_activity()
         super().clear()
 
@@ -195,7 +208,11 @@ class ConversationView(CellList):
                 cell = cell_for_event(event, live=live)
                 if cell is not None:
                     actions[event.id] = (base + len(cells), event)
+                    self._rows[event.id] = (base + len(cells), event.tool_name)
                     cells.append(cell)
+                continue
+            elif isinstance(event, CheckpointEvent):
+                self._note_checkpoint(event, cells, base)
                 continue
             cell = cell_for_event(event, live=live)
             if cell is not None:
@@ -206,6 +223,33 @@ class ConversationView(CellList):
         self.add_cells(cells)
         if live_row is not None:
             self.add_cells([live_row])
+
+    def _note_checkpoint(self, event: CheckpointEvent, cells: list[Cell], base: int) -> None:
+        """Show what the step's action changed in the workspace on its row: file counts, the
+        files on expand, and their diff once expanded (read from the checkpoint store)."""
+        before, self._last_commit = self._last_commit, event.commit
+        row = self._rows.pop(event.cause, None) if event.cause is not None else None
+        if row is None or not (event.added or event.changed or event.deleted):
+            return
+        index, tool = row
+        shown = cells[index - base] if index >= base else self.cells[index]
+        cell = shown if index >= base else dataclasses.replace(shown)
+        # An edit's own row already counts its lines; files matter for everything else.
+        with_files(cell, event, counts=tool != EDITOR_TOOL)
+        self._diffs[cell.key] = (before, event.commit)
+        if index < base:
+            self.replace_cell(index, cell)
+
+    def action_toggle_cell(self) -> None:
+        """Expand or collapse the cell under the cursor; a row whose step changed files
+        shows their diff when it first opens."""
+        cell = self.current()
+        if cell is not None and not cell.expanded and cell.key in self._diffs:
+            before, after = self._diffs.pop(cell.key)
+            if self.diff_of is not None:
+                show_diff(cell, self.diff_of, before, after)
+                self.replace_cell(self.cursor, cell)
+        super().action_toggle_cell()
 
     def _merge(
         self,
