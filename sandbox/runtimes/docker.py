@@ -354,7 +354,11 @@ class DockerRuntime(ServerRuntime):
         """Remove what apps that died left: our containers no session will use again (their
         owner is gone) and local runtimes' temp folders (`leftovers.py`)."""
         leftovers.sweep_folders()
-        for container in self._docker.containers.list(all=True, filters={"label": LABEL}):
+        for container in self._docker.containers.list(
+            all=True,
+            filters={"label": LABEL},
+            ignore_removed=True,  # another app may remove one
+        ):
             if leftovers.container_is_leftover(container.labels, container.status):
                 log.info("removing stale sandbox container %s", container.name)
                 _remove(container)

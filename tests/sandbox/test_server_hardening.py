@@ -474,7 +474,7 @@ def test_fanout_costs_the_same_per_event_however_far_behind_a_subscriber_is() ->
         assert "skipped: this reader fell behind" in lines[0]["data"]
         assert lines[-2:] == [
             {"kind": "finished", "seq": 2, "command": "flood", "exit_code": 0, "cwd": None},
-            {"kind": "output", "seq": 3, "command": "next", "data": "tail"},
+            {"kind": "output", "seq": 3, "command": "next", "data": "tail", "source": "bash"},
         ]
         assert len(lines) < 80  # the 43 000 chunks were skipped, not queued
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -229,3 +229,21 @@ def app_factory(tmp_path: Path) -> Callable[..., WorkbenchApp]:
         return app
 
     return build
+
+
+@pytest.fixture(autouse=True)
+def _no_cursor_blink_in_snapshots(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Snapshot tests draw text cursors steadily: under load a blink could decide the picture."""
+    if "snap_compare" not in request.fixturenames:
+        yield
+        return
+    from textual.widgets import Input, TextArea
+
+    saved = [(cls, cls.cursor_blink._default) for cls in (Input, TextArea)]  # type: ignore[attr-defined]
+    for cls, _ in saved:
+        cls.cursor_blink._default = False  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for cls, default in saved:
+            cls.cursor_blink._default = default  # type: ignore[attr-defined]
