@@ -18,8 +18,10 @@ same store for listings and diffs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import stat
@@ -44,6 +46,28 @@ DEFAULT_IGNORES = (
     "*.pyc",
 )
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+STORE_CONFIG = b"""[core]
+\trepositoryformatversion = 0
+\tbare = false
+\tautocrlf = false
+\tsymlinks = true
+\tfilemode = true
+\tuntrackedCache = true
+\tlooseCompression = 1
+\tfsmonitor = false
+\thooksPath = /dev/null
+[gc]
+\tauto = 0
+[advice]
+\taddEmbeddedRepo = false
+"""
+"""The store's whole config, written by workbench and put back before every git command:
+nothing else may name a command for git to run (see `CheckpointStore._guard`)."""
+SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+"""Given to every git command as well, should the config change while it runs."""
+
 _MANAGED = "# workbench: files over the size limit (rewritten at each checkpoint)\n"
 
 
@@ -103,7 +127,27 @@ class CheckpointStore:
         """This key's branch file: its latest checkpoint."""
         return self.path / "refs" / "heads" / self.key
 
+    def _guard(self) -> None:
+        """Put the store's own settings back if anything changed them: its config names
+        commands git runs (`core.fsmonitor`, filter and diff drivers, `include.path`), and
+        git runs here in the sandbox server and on the host (`workbench rewind`)."""
+        target = self.path / "config"
+        try:
+            current = target.read_bytes()
+        except OSError:
+            current = b""
+        if current != STORE_CONFIG:
+            if current:
+                log.warning("the checkpoint store's config %s was changed: reset", target)
+            temporary = self.path / f".config.{self.key}.tmp"
+            temporary.write_bytes(STORE_CONFIG)
+            temporary.replace(target)  # replaces a symlink itself, never its target
+        for planted in ("objects/info/alternates", "info/attributes", "commondir"):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                (self.path / planted).unlink()
+
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        self._guard()
         env = {
             **os.environ,
             "GIT_DIR": str(self.path),
@@ -118,7 +162,7 @@ class CheckpointStore:
             "GIT_TERMINAL_PROMPT": "0",
         }
         done = subprocess.run(
-            ["git", *args],
+            ["git", *SAFE_OPTIONS, *args],
             cwd=self.workspace,
             env=env,
             input=input,
@@ -155,17 +199,7 @@ class CheckpointStore:
         if made.returncode != 0:
             why = made.stderr.decode(errors="replace").strip() or f"exit {made.returncode}"
             raise CheckpointError(f"cannot create the checkpoint store {self.path}: {why}")
-        for key, value in (
-            ("core.bare", "false"),
-            ("core.autocrlf", "false"),
-            ("core.symlinks", "true"),
-            ("core.fileMode", "true"),
-            ("core.untrackedCache", "true"),
-            ("core.looseCompression", "1"),
-            ("gc.auto", "0"),
-            ("advice.addEmbeddedRepo", "false"),
-        ):
-            self._git("config", key, value)
+        self._guard()
         (self.path / "info").mkdir(exist_ok=True)
         self._write_excludes([])
         return True

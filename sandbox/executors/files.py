@@ -73,8 +73,11 @@ class FileEditor:
         history_depth: int = DEFAULT_HISTORY_DEPTH,
         max_view_chars: int = DEFAULT_MAX_VIEW_CHARS,
         max_dir_entries: int = DEFAULT_MAX_DIR_ENTRIES,
+        protected: tuple[Path, ...] = (),
     ) -> None:
         self.workspace = workspace
+        self.protected = tuple(Path(os.path.realpath(path)) for path in protected)
+        """Folders of the sandbox's own (the checkpoint store) that no command may touch."""
         self.max_file_bytes = max_file_bytes
         self.history_depth = history_depth
         self.max_view_chars = max_view_chars
@@ -84,8 +87,10 @@ class FileEditor:
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> FileEditor:
-        """Build the editor for a sandbox, with paths suggested relative to its workspace."""
-        return cls(context.workspace)
+        """Build the editor for a sandbox, with paths suggested relative to its workspace; the
+        checkpoint store is out of its reach (through a symlink too)."""
+        store = context.checkpoints or context.artifacts.parent / "checkpoints.git"
+        return cls(context.workspace, protected=(store,))
 
     def execute(self, action: Action) -> Observation:
         """Carry out one editor command; refusals come back as `ErrorObservation`s."""
@@ -93,6 +98,7 @@ class FileEditor:
             return ErrorObservation(content=f"The file editor cannot run '{action.kind}' actions.")
         try:
             path = self._absolute(action.path)
+            self._refuse_protected(path)
             handler = {
                 "view": self._view,
                 "create": self._create,
@@ -305,6 +311,16 @@ class FileEditor:
                 f"paths. Did you mean {suggestion}?"
             )
         return Path(os.path.normpath(raw))
+
+    def _refuse_protected(self, path: Path) -> None:
+        """Refuse a path that is, or leads through a symlink into, a protected folder."""
+        real = Path(os.path.realpath(path))
+        for folder in self.protected:
+            if real == folder or folder in real.parents:
+                raise EditRefused(
+                    f"{path} is in the sandbox's checkpoint store ({folder}), which only the "
+                    "sandbox itself may change. Nothing was done."
+                )
 
     def _require_file(self, path: Path) -> None:
         if path.is_dir():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.checkpoints import CheckpointError, CheckpointStore
+from sandbox.checkpoints import STORE_CONFIG, CheckpointError, CheckpointStore
 
 
 @pytest.fixture
@@ -149,3 +149,34 @@ def test_ignored_files_in_a_new_folder_are_left_out(tmp_path: Path, ws: Path) ->
     step = checkpoints.checkpoint("1")
     assert step.changes.added == ("pkg/m.py", "top.py")
     assert checkpoints.changes(None, step.commit).added == ("pkg/m.py", "top.py")
+
+
+def test_a_store_whose_config_was_changed_runs_none_of_its_commands(
+    tmp_path: Path, ws: Path
+) -> None:
+    """The agent once reached the store's config (through the editor and a symlink) and set
+    core.fsmonitor: git then ran its command in the sandbox server and at `workbench rewind`
+    on the host. Whatever the config says now, git runs nothing and the config is put back."""
+    store = CheckpointStore(tmp_path / "store.git", ws)
+    first = store.checkpoint("step 0")
+    marker = tmp_path / "ran"
+    hook = f"echo ran >> {marker}; false"
+    included = tmp_path / "included.cfg"
+    included.write_text(f'[core]\n\tfsmonitor = "{hook}"\n')
+    config = store.path / "config"
+    config.write_text(
+        f'[core]\n\tfsmonitor = "{hook}"\n\tbare = false\n[include]\n\tpath = {included}\n'
+        f'[filter "x"]\n\tclean = "{hook}"\n[diff "x"]\n\ttextconv = "{hook}"\n'
+    )
+    (store.path / "info" / "attributes").write_text("* filter=x diff=x\n")
+    (ws / "a.txt").write_text("changed\n")
+    second = store.checkpoint("step 1")
+    store.diff(first.commit, second.commit)
+    store.restore(first.commit)
+    assert not marker.exists()
+    assert config.read_bytes() == STORE_CONFIG
+    assert not (store.path / "info" / "attributes").exists()
+    # A fresh store object (the host's `workbench rewind`) puts it back too.
+    config.write_text(f'[core]\n\tfsmonitor = "{hook}"\n')
+    CheckpointStore(tmp_path / "store.git", ws, key="rewind").checkpoint("present")
+    assert not marker.exists()

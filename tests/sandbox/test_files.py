@@ -537,3 +537,31 @@ def test_sandbox_routes_edit_actions_to_the_editor(tmp_path: Path) -> None:
         assert target.read_text() == "hi\n"
     finally:
         sandbox.close()
+
+
+def test_the_checkpoint_store_is_out_of_reach_even_through_a_symlink(tmp_path: Path) -> None:
+    """An agent linked the store into the workspace and edited its git config through the
+    link; the editor refuses every command on the store, however the path gets there."""
+    workspace, store = tmp_path / "ws", tmp_path / "data" / "store.git"
+    workspace.mkdir()
+    store.mkdir(parents=True)
+    (store / "config").write_text("[core]\n")
+    (workspace / "cpstore").symlink_to(store)
+    editor = FileEditor(workspace, protected=(store,))
+    for action in (
+        FileEditAction(command="str_replace", path=str(workspace / "cpstore/config"),
+                       old_str="[core]", new_str="[core]\n\tfsmonitor = x"),
+        FileEditAction(command="create", path=str(workspace / "cpstore/hooks"), file_text="x"),
+        FileEditAction(command="create", path=str(store / "new"), file_text="x"),
+        FileEditAction(command="view", path=str(workspace / "cpstore")),
+    ):  # fmt: skip
+        result = editor.execute(action)
+        assert isinstance(result, ErrorObservation), action
+        assert "checkpoint store" in result.content
+    assert (store / "config").read_text() == "[core]\n"
+    assert sorted(p.name for p in store.iterdir()) == ["config"]
+    # The workspace itself is still the editor's.
+    made = editor.execute(
+        FileEditAction(command="create", path=str(workspace / "ok.txt"), file_text="fine\n")
+    )
+    assert not isinstance(made, ErrorObservation)
