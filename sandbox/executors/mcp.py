@@ -61,6 +61,9 @@ _STOP_TIMEOUT_S = 10.0
 SESSION_ENV = "SANDBOX_SESSION"
 """The local runtime's marker of every process of a session (`runtimes/leftovers.py`)."""
 
+SERVER_CWD = "/"
+"""Where stdio MCP servers start (give their commands absolute paths)."""
+
 
 def _available() -> str | None:
     import importlib.util
@@ -234,9 +237,9 @@ class McpExecutor:
         marker = os.environ.get(SESSION_ENV)
         if marker:
             env[SESSION_ENV] = marker
-        params = StdioServerParameters(
-            command=argv[0], args=argv[1:], env=env, cwd=str(self.context.workspace)
-        )
+        # Started in `/`, not the workspace: there the agent could plant a module or a
+        # node_modules package that the server would load, and run it with the server's `env`.
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=SERVER_CWD)
         # Unlinked at once: only this process holds it; read back with pread for notices.
         server.errlog = tempfile.TemporaryFile("w+", prefix="mcp-stderr-")  # noqa: SIM115
         return stdio_client(params, errlog=server.errlog)

@@ -110,10 +110,10 @@ async def test_the_server_runs_inside_the_sandbox_apart_from_the_agent(
 ) -> None:
     await list_servers(local, demo=demo_spec(sys.executable, str(DEMO)))
     seen = json.loads((await call(local, "whoami")).content)
-    assert seen["cwd"] == str(local.workspace)
+    assert seen["cwd"] == "/"  # not the workspace, where the agent could plant modules
     assert seen["session"] == local.session_id  # so a killed server's leftovers are found
     (proc,) = [p for p in demo_processes() if local.pid in {a.pid for a in p.parents()}]
-    assert proc.cwd() == str(local.workspace)
+    assert proc.cwd() == "/"
     # Its environment has its own variable; the agent's shell has not, and (isolated) cannot
     # see the server's process at all.
     assert (await call(local, "secret_seen", name="DEMO_TOKEN")).content == SECRET
@@ -195,7 +195,7 @@ async def test_the_server_runs_in_the_container_as_the_agent(
     assert (await call(runtime, "boom", why="x")).error
     seen = json.loads((await call(runtime, "whoami")).content)
     server = (await runtime.info()).pid
-    assert seen["uid"] == 1234 and seen["cwd"] == "/workspace"
+    assert seen["uid"] == 1234 and seen["cwd"] == "/"
     assert seen["ppid"] == server  # started by the sandbox server, in the container
     assert await sh(runtime, 'echo "[${DEMO_TOKEN:-}]"') == "[]"
     picture = await call(runtime, "picture")

@@ -170,5 +170,5 @@ def test_on_the_docker_runtime_the_server_runs_in_the_container_as_the_agent(
     assert tool_answers(requests[1])["c1"] == "42"
     assert tool_answers(requests[2])["c2"].startswith("ERROR:")
     seen = json.loads(tool_answers(requests[3])["c3"])
-    assert seen["uid"] == 1234 and seen["cwd"] == "/workspace"
+    assert seen["uid"] == 1234 and seen["cwd"] == "/"
     assert SECRET not in proc.stdout
