@@ -247,3 +247,12 @@ def _no_cursor_blink_in_snapshots(request: pytest.FixtureRequest) -> Iterator[No
     finally:
         for cls, default in saved:
             cls.cursor_blink._default = default  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _panel_answers_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pilot tests answer the confirmation panel as soon as it shows, faster than a person
+    could; the tests of the typing guard (`test_confirm_typing.py`) set it back themselves."""
+    from workbench.tui.widgets import confirm
+
+    monkeypatch.setattr(confirm, "ARM_S", 0.0)

@@ -133,6 +133,7 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
             await pilot.press("y")
             await _until(pilot, lambda: status.data.mark == "branch", "the branch")
+            assert status.data.state == "idle"  # the history was cut mid-run: nothing runs
             assert _files(ws) == {"a.txt": "one\n"}
             upto = load_history(log, first).upto  # the action, its result and checkpoint
             assert f"Branch of {log.stem} at event {upto}" in str(prompt.placeholder)

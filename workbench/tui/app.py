@@ -549,7 +549,7 @@ class WorkbenchApp(App[int]):
         """Send a task or a queued message (continuing the saved session shown, if one is)."""
         panel = self.query_one(ConfirmPanel)
         if panel.request is not None:  # it waited while this message was being written
-            panel.focus()
+            panel.take_focus()
         if self.backend is None:
             self.notify("No agent is connected (viewing a recorded session).", severity="warning")
             return
@@ -820,6 +820,10 @@ class WorkbenchApp(App[int]):
         """Mark the view read-only (status bar, input box) until a message continues it."""
         self.saved = saved
         prompt = self.query_one(PromptInput)
+        status = self.query_one(StatusBar)
+        if status.data.state not in ("finished", "error", "stopped"):
+            # A history cut mid-run (a branch) or left by a killed app: nothing runs now.
+            status.set(state="idle")
         if saved.upto is None:
             self.query_one(StatusBar).set(mark="read-only")
             prompt.placeholder = (

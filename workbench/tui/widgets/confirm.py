@@ -5,14 +5,18 @@ and the panel stays until they are saved or the screen is closed.
 
 It takes the focus when it appears, unless someone is typing in the input box: their next
 letters must not answer it (an "a" would save an allow rule). It then says how to reach it, and
-takes the focus once the message is sent.
+takes the focus once the message is sent. Typing that reaches it anyway is sent on to the input
+box: a letter that is no answer, and any letter within `ARM_S` of the panel taking the focus by
+itself (a person typing "okay" as it appeared once approved a HIGH-risk `rm -rf` with its "y").
 """
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -20,7 +24,11 @@ from textual.widgets import Static
 
 from workbench.events import ActionEvent, ConfirmationRequestEvent
 from workbench.tui.cells import cell_for_event
-from workbench.tui.messages import ConfirmAnswer, ConfirmationAnswered
+from workbench.tui.messages import ConfirmAnswer, ConfirmationAnswered, StrayKey
+
+ARM_S = 0.6
+"""After the panel takes the focus by itself, letters this soon are typing, not answers."""
+ANSWER_KEYS = frozenset({"y", "n", "r", "a"})
 
 
 class ConfirmPanel(Vertical, can_focus=True):
@@ -40,6 +48,8 @@ class ConfirmPanel(Vertical, can_focus=True):
         self.request: ConfirmationRequestEvent | None = None
         self.action: ActionEvent | None = None
         self.pygments = "monokai"
+        self._armed_at = 0.0
+        self._typing_away = False
 
     def compose(self) -> ComposeResult:
         """Title, the action, the key hints."""
@@ -87,11 +97,31 @@ class ConfirmPanel(Vertical, can_focus=True):
         self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=take_focus))
         self.add_class("-shown")
         if take_focus:
-            self.focus()
+            self.take_focus()
+
+    def take_focus(self) -> None:
+        """Take the focus without being asked to: letters typed in the next `ARM_S` are the
+        end of someone's typing, not answers."""
+        self._armed_at = time.monotonic() + ARM_S
+        self.focus()
 
     def on_focus(self) -> None:
         """Reached: the keys answer now."""
+        self._typing_away = False
         self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=True))
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing that lands here goes on into the input box (see the module's docstring)."""
+        if not event.is_printable or event.character is None:
+            return
+        early = time.monotonic() < self._armed_at
+        if event.key in ANSWER_KEYS and not early and not self._typing_away:
+            return  # an answer: the binding acts
+        self._typing_away = True  # the rest of the burst follows it, answer keys too
+        event.stop()
+        event.prevent_default()
+        self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=False))
+        self.post_message(StrayKey(event.character))
 
     def hide(self) -> None:
         """Nothing is waiting any more."""
