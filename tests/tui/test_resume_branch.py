@@ -26,6 +26,7 @@ from workbench.session_log import SessionLog, make_header, read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend
+from workbench.tui.screens.branch import BranchScreen
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PLACEHOLDER, PromptInput
 from workbench.tui.widgets.status import StatusBar
@@ -201,7 +202,18 @@ async def test_b_on_a_cell_branches_a_saved_session_there(tmp_path: Path) -> Non
             index = next(i for i, c in enumerate(view.cells) if c.key == "e4")
             view.focus()
             view.action_cursor_to(index)
+            # Typing that begins with "b" is typing: asked, and the letters go on to the box.
+            await pilot.press("b", "u", "i")
+            await pilot.pause()
+            assert status.data.mark == "read-only" and not isinstance(app.screen, BranchScreen)
+            prompt = app.query_one(PromptInput)
+            await _until(pilot, lambda: prompt.text == "bui", "the letters in the input box")
+            prompt.clear()
+            view.focus()
+            view.action_cursor_to(index)
             await pilot.press("b")
+            await _until(pilot, lambda: isinstance(app.screen, BranchScreen), "the question")
+            await pilot.press("y")
             await _until(pilot, lambda: status.data.mark == "branch", "the branch")
             assert _status_line(app).lstrip().startswith("BRANCH")
             assert "at event 5" in str(app.query_one(PromptInput).placeholder)

@@ -850,8 +850,19 @@ class WorkbenchApp(App[int]):
         self.branch_at(event_id)
 
     def on_branch_requested(self, message: BranchRequested) -> None:
-        """`b` on a cell of the conversation."""
-        self.branch_at(message.event_id)
+        """`b` on a cell of the conversation: asked first (a "b" may begin a word)."""
+        from workbench.tui.screens.branch import BranchScreen
+
+        view = self.query_one(ConversationView)
+        cell = view.current()
+        what = cell.title[:60] if cell is not None else f"event {message.event_id}"
+        running = self.query_one(StatusBar).data.state in ("running", "awaiting_confirmation")
+
+        def answered(go: bool | None) -> None:
+            if go:
+                self.branch_at(message.event_id)
+
+        self.push_screen(BranchScreen(what, running), answered)
 
     def session_log_shown(self) -> Path | None:
         """The log of the session the conversation shows (saved or open now), if any."""
