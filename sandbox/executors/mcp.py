@@ -48,6 +48,7 @@ from sandbox.protocol import (
     McpToolInfo,
     Observation,
 )
+from sandbox.truncate import truncate_middle
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -61,6 +62,8 @@ _STOP_TIMEOUT_S = 10.0
 SESSION_ENV = "SANDBOX_SESSION"
 """The local runtime's marker of every process of a session (`runtimes/leftovers.py`)."""
 
+RESULT_LIMIT = 100_000
+"""Characters of a tool's text result kept (its middle is cut beyond that)."""
 SERVER_CWD = "/"
 """Where stdio MCP servers start (give their commands absolute paths)."""
 
@@ -320,13 +323,18 @@ class McpExecutor:
             import json
 
             texts.append(json.dumps(result.structured_content))
-        return answer("\n".join(texts), images=images, error=bool(result.is_error))
+        # Cut here, as shell output is: a 50 MB answer went whole into the log and stdout.
+        text = truncate_middle("\n".join(texts), RESULT_LIMIT)
+        return answer(text, images=[i for i in images if i], error=bool(result.is_error))
 
     def _save_image(self, data: str, mime: str) -> str:
+        """The artifact name of a picture ("" when its data is not base64: none is saved)."""
         try:
             raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
-            raw = b""
+            return ""
+        if not raw:
+            return ""
         suffix = _IMAGE_SUFFIX.get(mime, ".bin")
         name = f"mcp-{next(self._images):03d}-{secrets.token_hex(3)}{suffix}"
         Path(self.context.artifacts, name).write_bytes(raw)

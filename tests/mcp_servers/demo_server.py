@@ -58,6 +58,13 @@ def picture() -> list[TextContent | Image]:
 
 
 @app.tool()
+def flood(megabytes: int) -> list[TextContent | Image]:
+    """A text answer of `megabytes` MB, and a picture whose data is not base64."""
+    text = "".join(f"line {n:09d}\n" for n in range(megabytes * 1024 * 1024 // 15))
+    return [TextContent(type="text", text=text), Image(data=b"", format="png")]
+
+
+@app.tool()
 def die() -> str:
     """The server process exits during the call."""
     sys.stderr.write("demo server: dying on request\n")

@@ -104,6 +104,13 @@ async def test_tools_listed_called_and_a_raising_tool_is_an_error_result(
     assert picture.content == "a red square" and len(picture.images) == 1
     assert (await local.download(picture.images[0])).startswith(PNG_MAGIC)
 
+    # A huge answer is cut in the sandbox, as shell output is (50 MB once went whole into the
+    # log and stdout); a picture with no data is not saved as an empty file.
+    flood = await call(local, "flood", megabytes=20)
+    assert len(flood.content) < 110_000 and flood.content.startswith("line 000000000")
+    assert flood.content.rstrip().endswith(f"line {20 * 1024 * 1024 // 15 - 1:09d}")
+    assert flood.images == []
+
 
 async def test_the_server_runs_inside_the_sandbox_apart_from_the_agent(
     local: LocalRuntime,
