@@ -89,3 +89,16 @@ def test_a_retry_is_a_notice_on_stderr() -> None:
     printer.event(retry)
     assert err.getvalue() == "workbench: LLM rate_limit error, retry 2 in 4.0 s: slow down\n"
     assert out.getvalue() == ""
+
+
+def test_model_text_cannot_drive_the_terminal() -> None:
+    """A model's text once wrote the person's clipboard (OSC 52) and cleared the screen."""
+    from workbench.events import MessageEvent
+
+    text = _printed(
+        MessageEvent(
+            id=1, source="agent", text="done \x1b]52;c;cHduZWQ=\x07 now\x1b[2J\rhidden\x08!"
+        )
+    )
+    assert "done  now" in text and "hidden!" in text
+    assert not any(ch in text for ch in "\x1b\x07\x08\r")
