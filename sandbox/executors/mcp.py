@@ -157,7 +157,10 @@ class McpExecutor:
     def execute(self, action: Action) -> Observation:
         """List (starting what is not running) or call."""
         if isinstance(action, McpListAction):
-            wait = max((s.start_timeout for s in action.servers.values()), default=0) + 5
+            # A server that never answers is waited for, then stopped (up to _STOP_TIMEOUT_S):
+            # the others must not be lost with it.
+            slowest = max((s.start_timeout for s in action.servers.values()), default=0)
+            wait = slowest + _STOP_TIMEOUT_S + 5
             return self._run(self._list(action), wait)
         if isinstance(action, McpCallAction):
             return self._run(self._call(action), action.timeout + 5)

@@ -223,3 +223,19 @@ async def test_a_killed_sandbox_server_leaves_no_mcp_server_behind(tmp_path: Pat
     finally:
         await runtime.close()
     assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+
+
+HANG = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+"""A server that never answers and ignores SIGTERM: stopping it takes the longest."""
+
+
+@pytest.mark.timeout(120)
+async def test_a_server_that_never_answers_costs_only_itself(local: LocalRuntime) -> None:
+    """One hung server (it never answers `initialize`) once made every server fail to start:
+    the wait for all of them ended before the hung one was stopped."""
+    hung = McpServerSpec(command=[sys.executable, "-c", HANG], start_timeout=1)
+    started = await list_servers(local, demo=demo_spec(sys.executable, str(DEMO)), hung=hung)
+    states = {s.name: s for s in started.servers}
+    assert not states["demo"].error and states["demo"].tools
+    assert "did not start" in (states["hung"].error or "")
+    assert (await call(local, "add", a=2, b=3)).content == "5"
