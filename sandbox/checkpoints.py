@@ -242,6 +242,11 @@ class CheckpointStore:
                 new_folders.append(entry[2:].rstrip("/"))
             elif len(entry) > 2:
                 tags.setdefault(entry[2:], set()).add(entry[0])
+        for name, tag in tags.items():
+            # A file whose folder became a symlink is gone from the workspace (git looks
+            # through the link and would call it changed, then refuse to add it).
+            if "R" not in tag and "/" in name and self._through_symlink(name):
+                tags[name] = {"R"}
         listed = list(tags)
         new_files, empty_dirs = self._walk(new_folders)
         tags.update((name, {"?"}) for name in new_files)
@@ -262,22 +267,42 @@ class CheckpointStore:
             self._git("-c", "core.bigFileThreshold=1", "add", "--all", "--", ".")
             self._refresh_after = time.time() + 1.5
         elif not changes.empty:
-            # Only what the listing named: no second walk of the whole workspace.
-            paths = [*(n for n in listed if n in covered), *(f"{f}/" for f in new_folders)]
-            self._git(
-                "--literal-pathspecs",
-                "add",
-                "--all",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                input="\0".join(paths).encode(errors="surrogateescape"),
-            )
+            # Only what the listing named: no second walk of the whole workspace. What went
+            # away leaves the index by name: `git add` refuses a path whose folder is now a
+            # symlink ("beyond a symbolic link"), which turned checkpoints off.
+            gone = [n for n in listed if n in covered and "R" in covered[n]]
+            if gone:
+                self._git(
+                    "update-index",
+                    "--force-remove",
+                    "-z",
+                    "--stdin",
+                    input="\0".join(gone).encode(errors="surrogateescape"),
+                )
+            paths = [n for n in listed if n in covered and "R" not in covered[n]]
+            paths += [f"{f}/" for f in new_folders]
+            if paths:
+                self._git(
+                    "--literal-pathspecs",
+                    "add",
+                    "--all",
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                    input="\0".join(paths).encode(errors="surrogateescape"),
+                )
         tree = self._git("write-tree").decode().strip()
         meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
         commit = self._write_commit(tree, parent, json.dumps(meta))
         self._set_head(commit)
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
+
+    def _through_symlink(self, name: str) -> bool:
+        """True when a folder on the way to `name` in the workspace is a symlink."""
+        parts = name.split("/")[:-1]
+        return any(
+            os.path.islink(self.workspace.joinpath(*parts[:i])) for i in range(1, len(parts) + 1)
+        )
 
     def _walk(self, folders: Sequence[str]) -> tuple[list[str], list[str]]:
         """The files in new folders, and their empty folders (ignored folders left out)."""
@@ -420,7 +445,18 @@ class CheckpointStore:
         changes = self.changes(current, commit)
         # A path the restore would create that holds something now is a file the store does
         # not cover (ignored, or over the size limit): never overwrite it.
-        uncovered = [name for name in changes.added if os.path.lexists(self.workspace / name)]
+        # (A path under what the restore replaces, e.g. a symlink where a folder was, is not
+        # there: `lexists` would look through the link, outside the workspace.)
+        # Nor is a folder whose files go away, where a file or symlink comes back.
+        replaced = {*changes.changed, *changes.deleted}
+        folders = {"/".join(p.split("/")[:i]) for p in replaced for i in range(1, p.count("/") + 1)}
+        uncovered = [
+            name
+            for name in changes.added
+            if not _under(name, replaced)
+            and name not in folders
+            and os.path.lexists(self.workspace / name)
+        ]
         if uncovered:
             listed = ", ".join(uncovered[:5]) + (" ..." if len(uncovered) > 5 else "")
             raise CheckpointError(
@@ -461,3 +497,9 @@ def _glob_unescape(text: str) -> str:
         out.append(char)
         escaped = False
     return "".join(out)
+
+
+def _under(name: str, paths: set[str]) -> bool:
+    """True when a folder above `name` is one of `paths`."""
+    parts = name.split("/")
+    return any("/".join(parts[:i]) in paths for i in range(1, len(parts)))

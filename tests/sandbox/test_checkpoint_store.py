@@ -180,3 +180,31 @@ def test_a_store_whose_config_was_changed_runs_none_of_its_commands(
     config.write_text(f'[core]\n\tfsmonitor = "{hook}"\n')
     CheckpointStore(tmp_path / "store.git", ws, key="rewind").checkpoint("present")
     assert not marker.exists()
+
+
+def test_a_folder_replaced_by_a_symlink_is_checkpointed_and_rewound(
+    tmp_path: Path, ws: Path
+) -> None:
+    """`rm -r d && ln -s OUTSIDE d` once turned checkpoints off ("beyond a symbolic link"),
+    and a rewind then refused, naming the outside file as one to move away."""
+    outside = tmp_path / "victim"
+    outside.mkdir()
+    (outside / "passwd").write_text("the person's own file\n")
+    cp = store(tmp_path, ws)
+    (ws / "d").mkdir()
+    (ws / "d" / "passwd").write_text("made by the agent\n")
+    before = cp.checkpoint("step 1")
+    (ws / "d" / "passwd").unlink()
+    (ws / "d").rmdir()
+    (ws / "d").symlink_to(outside)
+    after = cp.checkpoint("step 2")
+    assert after.changes.added == ("d",) and after.changes.deleted == ("d/passwd",)
+    cp.restore(before.commit)
+    assert (
+        not (ws / "d").is_symlink() and (ws / "d" / "passwd").read_text() == "made by the agent\n"
+    )
+    assert (outside / "passwd").read_text() == "the person's own file\n"
+    cp.checkpoint("present")
+    cp.restore(after.commit)
+    assert (ws / "d").is_symlink() and os.readlink(ws / "d") == str(outside)
+    assert (outside / "passwd").read_text() == "the person's own file\n"
