@@ -46,6 +46,8 @@ Reason = Literal["threshold", "refused", "manual"]
 Ask = Callable[[list[Message]], Awaitable["LLMResponse"]]
 """One LLM call without tools (the controller's, so stop() and the budget can cut it)."""
 _SUMMARY_SHARE = 0.5  # the most of the window a summary request may take
+_SUMMARY_CAP_SHARE = 0.15  # the most of the window a summary itself may take
+_SUMMARY_PAUSE_EVENTS = 20  # after a failed summary call, events to go before another
 _LEARN_FROM_SENT = 0.9  # a refusal naming no window: assume 90 % of what was sent fits
 
 
@@ -78,6 +80,9 @@ class Condenser:
         self._requested = False
         self._task = ""
         self._learned_from_log = False
+        self._no_summary_before = 0
+        """After a failed summary call: no other one before the history has this many events
+        (a summary call that hangs once cost its whole timeout at every step)."""
 
     def request_now(self) -> None:
         """Condense before the next LLM call, whatever the size of the request."""
@@ -167,6 +172,9 @@ class Condenser:
                     break
             if not self.settings.summarize or task is None:
                 continue
+            if len(events) < self._no_summary_before:
+                notes.append("no summary: the last summary call failed a few steps ago")
+                break
             covered = [e for e in events[task + 1 : end] if e.id > view.summarized_to]
             if not any(isinstance(e, _SUMMARISED) for e in covered):
                 continue
@@ -174,10 +182,19 @@ class Condenser:
             text, note = await self._summarise(counter, covered, view.summary, usage)
             if note:
                 notes.append(note)
+                self._no_summary_before = len(events) + _SUMMARY_PAUSE_EVENTS
                 break
-            summary = (summary[0] or covered[0].id, covered[-1].id)
+            text = truncate_middle(text, max(400, int(self.window * _SUMMARY_CAP_SHARE * 4)))
+            prior, unsummarised = (view.summary, view.summarized_to), tokens
             view.summary, view.summarized_to = text, covered[-1].id
             tokens = self._tokens(counter, events, view)
+            if tokens >= unsummarised:  # a junk summary once made the request 16 times larger
+                view.summary, view.summarized_to = prior
+                tokens = unsummarised
+                notes.append("the summary was no shorter than what it stood for: not used")
+                self._no_summary_before = len(events) + _SUMMARY_PAUSE_EVENTS
+                break
+            summary = (summary[0] or covered[0].id, covered[-1].id)
             if tokens <= target:
                 break
         changed = bool(elided) or summary != (0, 0)

@@ -364,3 +364,28 @@ def test_continue_from_renumbers_what_a_condensation_names() -> None:
         3,
     )
     assert build_messages("SYS", out)[2]["content"].endswith("S")
+
+
+def test_a_summary_longer_than_what_it_stands_for_is_not_used(tmp_path: Path) -> None:
+    """A junk summary once made the request 16 times larger than before condensing, and the
+    next request was refused: it is cut, and one that does not shrink the history is dropped.
+    After a failed summary the next ones wait (a hanging call cost its timeout every step)."""
+    junk = " ".join(str(n) for n in range(40_000))
+    script = {
+        "steps": [*(bash(report(step)) for step in range(1, 13)), finish("done")],
+        "without_tools": {"text": junk},
+    }
+    env = {
+        "WORKBENCH_LLM_MAX_INPUT_TOKENS": "7000",
+        "WORKBENCH_CONDENSE_KEEP_RECENT_STEPS": "2",
+        "WORKBENCH_LLM_NUM_RETRIES": "0",
+    }
+    with ScriptedLLMServer(script) as server:
+        code, events = run_long(tmp_path, server, **env)
+        summary_calls = [r for r in server.requests if not r.get("tools")]
+    assert code == 0
+    condensed = [e for e in events if e["kind"] == "condensation"]
+    assert condensed and all(e["tokens_after"] <= e["tokens_before"] for e in condensed)
+    assert any("no shorter than what it stood for" in e["note"] for e in condensed)
+    assert all(len(e["summary"]) < 7000 * 4 for e in condensed)
+    assert len(summary_calls) <= 3, [e["note"] for e in condensed]
