@@ -424,9 +424,31 @@ class Config(Section):
         for server in data["mcp"]["servers"].values():
             for table in ("env", "headers"):
                 server[table] = {name: "**********" for name in server[table]}
+            if server.get("url"):
+                server["url"] = redacted_url(server["url"])
         return data
 
     def redacted_digest(self) -> str:
         """sha256 of `redacted_dict()`: identifies a configuration without revealing secrets."""
         blob = json.dumps(self.redacted_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of `url` that are credentials: its password, and the values of query keys
+    named like one (`api_key`, `token`, `secret`, `sig`, `auth`, `password` ...)."""
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    found = [parts.password or ""]
+    secretish = re.compile(r"key|token|secret|sig|auth|pass|credential|session", re.IGNORECASE)
+    found += [value for key, value in parse_qsl(parts.query) if secretish.search(key)]
+    return [value for value in found if len(value) >= 4]
+
+
+def redacted_url(url: str) -> str:
+    """`url` with its password and query values masked (an API key often rides there)."""
+    for secret in url_secrets(url):
+        url = url.replace(secret, "**********")
+    return url

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from workbench import paths
 from workbench.checkpoint_store import checkpoint_store_of
 from workbench.config import PROJECT_CONFIG
-from workbench.config_schema import Config
+from workbench.config_schema import Config, url_secrets
 from workbench.session_log import (
     LoadedSession,
     Scrubber,
@@ -52,8 +52,9 @@ def secrets_of(config: Config) -> list[str]:
         config.llm.api_key.get_secret_value(),
         config.sandbox.remote.api_key.get_secret_value(),
     ]
-    for server in config.mcp.servers.values():  # an MCP server's env and headers
+    for server in config.mcp.servers.values():  # an MCP server's env, headers, URL keys
         values += [*server.env.values(), *server.headers.values()]
+        values += url_secrets(server.url or "")
     return [v for v in values if v]
 
 

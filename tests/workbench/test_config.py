@@ -379,3 +379,17 @@ def test_paths_follow_the_environment(tmp_path: Path) -> None:
     assert paths.sessions_dir(env) == tmp_path / "d" / "sessions"
     assert paths.data_dir() == Path(os.environ["WORKBENCH_DATA_DIR"])  # set by conftest
     assert "workbench" in str(paths.config_dir({}))
+
+
+def test_an_mcp_url_s_credentials_are_masked_and_scrubbed() -> None:
+    """A URL server's key in its query or its password once went into every session log."""
+    from workbench.config import load_config
+    from workbench.session import secrets_of
+
+    url = "https://bob:urlpass-444@mcp.example/mcp?api_key=url-secret-999&mode=fast"
+    config = load_config(env={}, overrides={"mcp.servers": {"remote": {"url": url}}})
+    shown = config.redacted_dict()["mcp"]["servers"]["remote"]["url"]
+    assert "urlpass-444" not in shown and "url-secret-999" not in shown
+    assert shown.startswith("https://bob:**********@mcp.example/mcp?api_key=**********")
+    assert {"urlpass-444", "url-secret-999"} <= set(secrets_of(config))
+    assert "fast" not in secrets_of(config) and shown.endswith("&mode=fast")
