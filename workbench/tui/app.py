@@ -780,6 +780,7 @@ class WorkbenchApp(App[int]):
             started=None,
             ended=None,
         )
+        self.query_one(PromptInput).focus()  # a new session starts with typing
         if self.backend is not None:
             self._background(self.backend.new_session(), "backend")
 

@@ -509,6 +509,19 @@ class CellList(ScrollView, can_focus=True):
         finally:
             os.unlink(handle.name)
 
+    def on_key(self, event: events.Key) -> None:
+        """A letter none of this list's keys takes goes to the input box (text typed while
+        the Jupyter pane had the focus was lost). The conversation refines this."""
+        if not event.is_printable or event.character is None:
+            return
+        if event.key in self._bindings.key_to_bindings or event.key == "question_mark":
+            return
+        from workbench.tui.messages import StrayKey
+
+        event.stop()
+        event.prevent_default()
+        self.post_message(StrayKey(event.character))
+
     def on_click(self, event: events.Click) -> None:
         """A click selects a cell; a click on its title row expands it."""
         offset = event.get_content_offset(self)  # event.y counts the border's row too
