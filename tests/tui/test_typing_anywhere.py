@@ -34,3 +34,31 @@ async def test_a_new_session_starts_in_the_input_box(
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert app.query_one(PromptInput).has_focus
+
+
+async def test_the_status_bar_says_when_the_provider_does_not_answer(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """`llm ✓` stayed while every call was refused (it only meant the library was loaded)."""
+    from workbench.events import ErrorEvent, LLMCallEvent, LLMRetryEvent
+    from workbench.tui.widgets.status import StatusBar
+
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        status = app.query_one(StatusBar)
+        status.set(llm="ready")
+        app.feed_event(
+            LLMRetryEvent(
+                id=1, model="m", retry=1, wait_s=2.0, error_kind="server", message="HTTP 503"
+            )
+        )
+        assert status.data.llm == "retrying"
+        app.feed_event(ErrorEvent(id=2, error_kind="llm_refused", message="cannot reach it"))
+        await pilot.pause()
+        assert status.data.llm == "failing" and "llm failing" in status.render().plain
+        app.feed_event(
+            LLMCallEvent(
+                id=3, model="m", prompt_tokens=1, completion_tokens=1, cost=0, latency_ms=1
+            )
+        )
+        assert status.data.llm == "ready"

@@ -33,8 +33,10 @@ from workbench.events import (
     ActionEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
+    ErrorEvent,
     Event,
     LLMCallEvent,
+    LLMRetryEvent,
     MessageEvent,
     ObservationEvent,
     StateChangedEvent,
@@ -488,6 +490,12 @@ class WorkbenchApp(App[int]):
                 cost=status.data.cost + event.cost,
                 model=event.model,
             )
+            if live:
+                status.set(llm="ready")  # it answered
+        elif live and isinstance(event, LLMRetryEvent):
+            status.set(llm="retrying")
+        elif live and isinstance(event, ErrorEvent) and event.error_kind.startswith("llm_"):
+            status.set(llm="failing")  # the library is loaded, the provider did not answer
 
     def _tool_pane(self, name: str | None) -> ToolPane | None:
         panes: dict[str, ToolPane] = {

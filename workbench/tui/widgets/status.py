@@ -37,6 +37,8 @@ class StatusData:
 _SHORT_STATES = {"awaiting confirmation": "confirm?", "awaiting user": "your turn"}
 _SHORT_PARTS = {
     "ready": "✓",
+    "retrying": "↻",
+    "failing": "✗",
     "not loaded": "off",
     "stopped": "off",
     "loading…": "…",
