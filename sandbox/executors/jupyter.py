@@ -322,7 +322,8 @@ class JupyterExecutor:
         )
 
     def _save_images(self, data: dict[str, Any], text: list[str]) -> list[str]:
-        """Write each image in a display bundle to the artifacts folder; names in `text` too."""
+        """Write a display bundle's image (its first format we keep) to the artifacts folder;
+        its name goes in `text` too."""
         saved: list[str] = []
         for mime, suffix in IMAGE_TYPES.items():
             if mime not in data:
@@ -346,6 +347,7 @@ class JupyterExecutor:
                 continue
             saved.append(name)
             _append_block(text, f"{IMAGE_LINE}{name}]")
+            break  # one picture in several formats (PIL sends PNG and JPEG): the first is kept
         return saved
 
 

@@ -361,3 +361,17 @@ def test_every_cell_reports_the_kernel_cwd_and_python(tmp_path: Path) -> None:
         assert cell("3").cwd == str(root)
     finally:
         sandbox.close()
+
+
+def test_one_picture_in_several_formats_is_one_image(shared: JupyterExecutor) -> None:
+    """PIL's display sends a PNG and a JPEG of the same picture: two images were drawn."""
+    run(shared, PNG_CELL)
+    obs = run(
+        shared,
+        "from IPython.display import publish_display_data\n"
+        "import base64\n"
+        "b = base64.b64encode(png).decode()\n"
+        "publish_display_data({'image/png': b, 'image/jpeg': b, 'text/plain': 'a picture'})",
+    )
+    assert not obs.error, obs.content
+    assert len(obs.images) == 1 and obs.images[0].endswith(".png")
