@@ -62,3 +62,19 @@ async def test_the_status_bar_says_when_the_provider_does_not_answer(
             )
         )
         assert status.data.llm == "ready"
+
+
+def test_a_cut_output_counts_the_lines_the_command_printed() -> None:
+    """`seq 1 3000` showed "1827 lines": the lines kept, with no hint of the cut."""
+    import re
+
+    from sandbox.protocol import CmdOutputObservation
+    from sandbox.truncate import truncate_middle
+    from workbench.tools.registry import REGISTRY
+
+    content = truncate_middle("".join(f"{n}\n" for n in range(1, 3001)), 10_000)
+    observation = CmdOutputObservation(content=content, command="seq 1 3000", exit_code=0)
+    cell = REGISTRY.for_observation(observation).observation_cell("e1", observation)
+    assert cell is not None
+    found = re.search(r"(\d+) lines, middle cut", cell.title)
+    assert found and abs(int(found.group(1)) - 3000) <= 2, cell.title

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import Any
 
 from sandbox.errors import SandboxError
@@ -22,6 +23,8 @@ MAX_COMMAND_CHARS = 100_000
 held the session for minutes); a file does the job better."""
 MAX_TIMEOUT_S = 86_400.0
 """The longest hard `timeout` taken (a day); past ~1e11 s the shell's clock overflows."""
+
+_CUT = re.compile(r"\[\.\.\. output truncated: [\d,]+ characters \(([\d,]+) lines\)")
 
 
 def _is_input(value: Any) -> bool:
@@ -172,5 +175,9 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
         # A failing command's most telling line (`fatal:`, an error, a traceback's end); other
         # output ends with its summary as often as not (`12 passed`, `Done`).
         shown = telling_line(content, 120) if role == "error" else last_line(content, 120)
-        title = f"{state} · {lines} line{'s' if lines != 1 else ''} · {shown}"
+        cut = _CUT.search(content)
+        count = f"{lines} line{'s' if lines != 1 else ''}"
+        if cut:  # the middle was cut: say how many lines the command really printed
+            count = f"{lines - 1 + int(cut.group(1).replace(',', ''))} lines, middle cut"
+        title = f"{state} · {count} · {shown}"
         return Cell(key, role, icon, title.rstrip(" ·"), content, "text")

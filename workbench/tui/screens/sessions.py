@@ -124,8 +124,9 @@ class SessionPicker(ModalScreen[Path | None]):
         shown = self.query_one(OptionList).option_count
         total = len(self.summaries)
         words = f"{shown} of {total}" if query.strip() else f"{total}"
+        noun = "session" if total == 1 else "sessions"
         self.query_one("#sessions-count", Static).update(
-            f"{words} sessions · type to search · ↑/↓ choose · enter open · esc close"
+            f"{words} {noun} · type to search · ↑/↓ choose · enter open · esc close"
         )
 
     def _read_stats(self) -> None:
