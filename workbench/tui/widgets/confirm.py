@@ -94,8 +94,9 @@ class ConfirmPanel(Vertical, can_focus=True):
                     background_color="default",
                 )
         self.query_one("#confirm-action", Static).update(body)
-        self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=take_focus))
+        self.query_one("#confirm-keys", Static).update(self._hint(reachable=take_focus))
         self.add_class("-shown")
+        self.refresh_bindings()
         if take_focus:
             self.take_focus()
 
@@ -108,7 +109,7 @@ class ConfirmPanel(Vertical, can_focus=True):
     def on_focus(self) -> None:
         """Reached: the keys answer now."""
         self._typing_away = False
-        self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=True))
+        self.query_one("#confirm-keys", Static).update(self._hint(reachable=True))
 
     def on_key(self, event: events.Key) -> None:
         """Typing that lands here goes on into the input box (see the module's docstring)."""
@@ -120,8 +121,18 @@ class ConfirmPanel(Vertical, can_focus=True):
         self._typing_away = True  # the rest of the burst follows it, answer keys too
         event.stop()
         event.prevent_default()
-        self.query_one("#confirm-keys", Static).update(_keys_hint(reachable=False))
+        self.query_one("#confirm-keys", Static).update(self._hint(reachable=False))
         self.post_message(StrayKey(event.character))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No "always allow" in the footer where no rule may approve (HIGH risk)."""
+        high = self.request is not None and self.request.risk == "HIGH"
+        return not (high and action == "answer" and parameters == ("always",))
+
+    def _hint(self, *, reachable: bool) -> Text:
+        """The keys, without "always allow" where no rule may approve (HIGH risk)."""
+        high = self.request is not None and self.request.risk == "HIGH"
+        return _keys_hint(reachable=reachable, always=not high)
 
     def hide(self) -> None:
         """Nothing is waiting any more."""
@@ -162,7 +173,7 @@ class ConfirmPanel(Vertical, can_focus=True):
         self.app.push_screen(RejectReasonScreen(subject), answered)
 
 
-def _keys_hint(*, reachable: bool) -> Text:
+def _keys_hint(*, reachable: bool, always: bool = True) -> Text:
     gap = "   " if reachable else "  "
     keys = Text.assemble(
         ("y", "bold"),
@@ -170,10 +181,10 @@ def _keys_hint(*, reachable: bool) -> Text:
         ("n", "bold"),
         f" reject{gap}",
         ("r", "bold"),
-        f" reject, say why{gap}",
-        ("a", "bold"),
-        " always allow",
+        " reject, say why",
     )
+    if always:  # HIGH-risk actions are approved one at a time: no rule is offered
+        keys.append_text(Text.assemble(gap, ("a", "bold"), " always allow"))
     if reachable:
         return keys
     return Text.assemble(
