@@ -201,6 +201,9 @@ async def run_session(
             warm.cancel()
         if mcp is not None and not mcp.done():
             mcp.cancel()
+        from workbench.tools.mcp import close_mcp
+
+        close_mcp()
         if runtime is not None:
             try:
                 await asyncio.shield(runtime.close())

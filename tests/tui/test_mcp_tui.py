@@ -88,5 +88,11 @@ async def test_an_mcp_call_is_asked_about_and_its_picture_shown(tmp_path: Path) 
             assert "picture" in shown and "a red square" in shown, shown
             notices = [c for c in cells if "'broken' did not start" in c.title + c.body]
             assert len(notices) == 1 and notices[0].role == "error"
+            from workbench.tools.registry import REGISTRY
+
+            assert any(t.name.startswith("mcp__") for t in REGISTRY.tools())
             await app.action_quit()
+            # The session's tools leave the process's registry with it (they leaked into the
+            # next test's tool list).
+            assert not any(t.name.startswith("mcp__") for t in REGISTRY.tools())
         await asyncio.sleep(0)

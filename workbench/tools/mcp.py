@@ -345,6 +345,15 @@ def specs_of(config: McpConfig) -> dict[str, McpServerSpec]:
     }
 
 
+def close_mcp() -> None:
+    """Withdraw the tools of the session's MCP connection (its session ended): the registry
+    is the process's, and the next session, or the next test, must not see them."""
+    global _current
+    if _current is not None:
+        _current.close()
+        _current = None
+
+
 async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> McpConnection:
     """Start the configured MCP servers in the sandbox and register their tools (the tools of
     an earlier session's connection are withdrawn first). Failures are kept for `attach`."""

@@ -486,6 +486,10 @@ class ControllerBackend:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._run, timeout=5)
             self._run = None
+        if self.controller is not None:
+            from workbench.tools.mcp import close_mcp
+
+            close_mcp()
         self.controller = None
         if self.session is not None:
             self.session.close()
