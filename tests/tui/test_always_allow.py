@@ -9,12 +9,11 @@ HIGH-risk action is offered no rule at all.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 from textual.widgets import Static, TextArea
 
 from workbench.config import load_config
@@ -66,12 +65,7 @@ def _load(tmp_path: Path, base_url: str) -> Config:
     return load_config(env=env, overrides=overrides)
 
 
-async def _until(pilot: Any, ready: Callable[[], bool], what: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+_until = waiter(30)
 
 
 def _events(app: WorkbenchApp) -> list[Any]:

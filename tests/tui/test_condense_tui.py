@@ -4,12 +4,11 @@ before the next LLM call, shown as a cell."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 
 from workbench.config import load_config
 from workbench.events import CondensationEvent
@@ -38,12 +37,7 @@ SCRIPT = {
 }
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+_until = waiter(60)
 
 
 @pytest.mark.timeout(180)

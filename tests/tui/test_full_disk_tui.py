@@ -3,12 +3,12 @@ A real small tmpfs (root), the scripted LLM server, the real local runtime."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 
 from workbench.config import load_config
 from workbench.session_log import read
@@ -47,12 +47,7 @@ def _app_for(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
     )
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; notices: {_notes(pilot.app)}")
-        await pilot.pause(0.05)
+_until = waiter(60, explain=lambda pilot: f"notices: {_notes(pilot.app)}")
 
 
 def _notes(app: Any) -> list[str]:

@@ -4,12 +4,11 @@ server: a streamed reply shows as it streams with the call's clock beside it (is
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 
 from workbench.config import load_config
 from workbench.config_schema import Config
@@ -39,16 +38,11 @@ def _config(tmp_path: Path, base_url: str, **overrides: Any) -> Config:
     return load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws"), **overrides})
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}: {_debug(pilot)}")
-        await pilot.pause(0.02)
-
-
 def _debug(pilot: Any) -> list[tuple[str, str]]:
     return [(c.key, c.title) for c in pilot.app.query_one(ConversationView).cells]
+
+
+_until = waiter(30, step=0.02, explain=lambda pilot: str(_debug(pilot)))
 
 
 def _last_key(view: ConversationView) -> str:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from pilot_wait import waiter
 
 from workbench.config import load_config
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -31,12 +29,7 @@ SCRIPT = {
 }
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+_until = waiter(60)
 
 
 @pytest.mark.timeout(120)

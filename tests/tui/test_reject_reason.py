@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from pilot_wait import waiter
 from textual.widgets import Input
 
 from workbench.config import load_config
@@ -55,12 +53,7 @@ def _load(tmp_path: Path, base_url: str) -> Config:
     return load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws")})
 
 
-async def _until(pilot: Any, ready: Callable[[], bool], what: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+_until = waiter(30)
 
 
 @pytest.mark.timeout(120)

@@ -4,12 +4,11 @@ sandbox, the real backend."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 from textual.widgets import OptionList
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
@@ -100,12 +99,7 @@ def _app(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
     )
 
 
-async def _until(pilot: Any, check: Callable[[], object], what: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+_until = waiter(60)
 
 
 def _keys(text: str) -> list[str]:

@@ -5,12 +5,11 @@ Scripted LLM server, real local sandbox with checkpoints, the real backend."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 from textual.widgets import Static
 
 from workbench.checkpoints_cli import load_checkpoints, open_store, undo_plan
@@ -56,15 +55,14 @@ def _app(tmp_path: Path, server: ScriptedLLMServer) -> WorkbenchApp:
     )
 
 
-async def _until(pilot: Any, check: Callable[[], object], what: str, limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            notes = [n.message for n in pilot.app._notifications]
-            notes += [repr(w) + str(w.error) for w in pilot.app.workers]
-            notes.append(repr(pilot.app.focused))
-            raise AssertionError(f"timed out waiting for {what}: {notes}")
-        await pilot.pause(0.05)
+def _state(pilot: Any) -> str:
+    notes = [n.message for n in pilot.app._notifications]
+    notes += [repr(w) + str(w.error) for w in pilot.app.workers]
+    notes.append(repr(pilot.app.focused))
+    return str(notes)
+
+
+_until = waiter(60, explain=_state)
 
 
 def _files(ws: Path) -> dict[str, str]:

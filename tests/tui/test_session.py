@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 
 from workbench.config import load_config
 from workbench.config_schema import Config
@@ -70,12 +70,7 @@ def _config(tmp_path: Path, base_url: str) -> Config:
     return load_config(env=env, overrides=overrides)
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+_until = waiter(30)
 
 
 def _keys(text: str) -> list[str]:

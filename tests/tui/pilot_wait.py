@@ -1,0 +1,38 @@
+"""Waiting in pilot tests for something the app does in the background (a sandbox starting, a
+reply arriving): `waiter` makes a test file's `_until(pilot, check, what, limit)`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+
+class Until(Protocol):
+    """Pause the pilot until `check()` holds; an AssertionError naming `what` after `limit` s."""
+
+    def __call__(
+        self, pilot: Any, check: Callable[[], object], what: str, limit: float | None = None
+    ) -> Awaitable[None]: ...
+
+
+def waiter(
+    default_limit: float,
+    *,
+    step: float = 0.05,
+    explain: Callable[[Any], str] | None = None,
+) -> Until:
+    """An `_until` that waits `default_limit` seconds unless told otherwise, checking every
+    `step` seconds; on timeout, `explain(pilot)` (if given) follows the message."""
+
+    async def until(
+        pilot: Any, check: Callable[[], object], what: str, limit: float | None = None
+    ) -> None:
+        deadline = time.monotonic() + (default_limit if limit is None else limit)
+        while not check():
+            if time.monotonic() > deadline:
+                more = f": {explain(pilot)}" if explain is not None else ""
+                raise AssertionError(f"timed out waiting for {what}{more}")
+            await pilot.pause(step)
+
+    return until
