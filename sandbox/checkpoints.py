@@ -88,6 +88,14 @@ class Changes:
         """True when nothing differs."""
         return not (self.added or self.changed or self.deleted)
 
+    def lines(self, limit: int) -> list[str]:
+        """One line per path ("+ new", "~ changed", "- gone"), at most `limit` and a count."""
+        rows = [("+", self.added), ("~", self.changed), ("-", self.deleted)]
+        lines = [f"{sign} {name}" for sign, names in rows for name in names]
+        if len(lines) > limit:
+            lines = [*lines[:limit], f"… and {len(lines) - limit} more"]
+        return lines
+
 
 @dataclass(frozen=True)
 class Checkpoint:

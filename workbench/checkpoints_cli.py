@@ -18,12 +18,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
 from workbench.checkpoint_store import REWINDS, checkpoint_store_of, record_rewind
 from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
+
+if TYPE_CHECKING:
+    from workbench.session_log import LoadedSession
 
 USAGE = 2
 DECLINED = 1
@@ -69,9 +72,14 @@ class SessionCheckpoints:
 def load_checkpoints(log: Path) -> SessionCheckpoints:
     """The checkpoints recorded in the session log at `log`."""
     from workbench.session_log import read
+
+    return checkpoints_of(read(log))
+
+
+def checkpoints_of(loaded: LoadedSession) -> SessionCheckpoints:
+    """The checkpoints recorded in a session log already read."""
     from workbench.tools.registry import REGISTRY
 
-    loaded = read(log)
     workspace = Path(loaded.header.workspace)
     actions = {e.id: e for e in loaded.events if isinstance(e, ActionEvent)}
     steps: list[Step] = []
@@ -187,11 +195,7 @@ def _drop_last_rewind(found: SessionCheckpoints) -> None:
 
 
 def _changes_text(changes: Changes, limit: int = 20) -> list[str]:
-    rows = [("+", changes.added), ("~", changes.changed), ("-", changes.deleted)]
-    lines = [f"  {sign} {name}" for sign, names in rows for name in names]
-    if len(lines) > limit:
-        lines = [*lines[:limit], f"  … and {len(lines) - limit} more"]
-    return lines
+    return ["  " + line for line in changes.lines(limit)]
 
 
 def _changes_json(changes: Changes) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from workbench.checkpoints_cli import (
     CheckpointCommandError,
     SessionCheckpoints,
     Step,
-    load_checkpoints,
+    checkpoints_of,
     open_store,
     plan_rewind,
     rewind,
@@ -34,34 +34,36 @@ class RewindPreview:
     changes: Changes
 
 
-def step_at_event(log: Path, found: SessionCheckpoints, event_id: int) -> Step:
-    """The checkpoint a branch at event `event_id` goes on from: the last one among the
-    events it keeps (`resume.cut_at`: an action keeps its result and its checkpoint)."""
+def _target(log: Path, event_id: int) -> tuple[SessionCheckpoints, Step]:
+    """The session's checkpoints, and the one a branch at event `event_id` goes on from: the
+    last among the events it keeps (`resume.cut_at`: an action keeps its result and its
+    checkpoint). The log is read once."""
     from workbench.restore_files import last_checkpoint
-    from workbench.resume import load_history
+    from workbench.resume import history_of
+    from workbench.session_log import read
 
-    point = last_checkpoint(load_history(log, event_id).events)
+    loaded = read(log)
+    found = checkpoints_of(loaded)
+    point = last_checkpoint(history_of(loaded, event_id).events)
     steps = [step for step in found.steps if point is not None and step.step == point.step]
     if not steps:
         raise CheckpointCommandError(
             f"session {found.session_id} has no checkpoint at or before this point "
             "(checkpoints were off, or git is missing in the sandbox); nothing was changed."
         )
-    return steps[-1]
+    return found, steps[-1]
 
 
 def preview(log: Path, event_id: int, config: CheckpointsConfig) -> RewindPreview:
     """What `rewind_to_event` would change now; the workspace is left as it is."""
-    found = load_checkpoints(log)
-    target = step_at_event(log, found, event_id)
+    found, target = _target(log, event_id)
     plan = plan_rewind(found, open_store(found, config), target)
     return RewindPreview(found.session_id, found.workspace, target.step, plan.changes)
 
 
 def rewind_to_event(log: Path, event_id: int, config: CheckpointsConfig) -> RewindPreview:
     """Make the workspace what it was at the event with id `event_id`; what changed."""
-    found = load_checkpoints(log)
-    target = step_at_event(log, found, event_id)
+    found, target = _target(log, event_id)
     store = open_store(found, config)
     plan = plan_rewind(found, store, target)
     changes = rewind(found, store, plan) if not plan.changes.empty else plan.changes

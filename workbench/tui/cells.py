@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sandbox.checkpoints import Changes
 from workbench.display import (
     BodyFormat,
     Cell,
@@ -236,10 +237,8 @@ DIFF_LINES = 400
 def with_files(cell: Cell, event: CheckpointEvent, counts: bool = True) -> None:
     """Add what the step of `event` changed in the workspace to its action's row: file counts
     beside its outcome (when `counts`), the files themselves on expand."""
-    rows = [("+", event.added), ("~", event.changed), ("-", event.deleted)]
-    lines = [f"{sign} {name}" for sign, names in rows for name in names]
-    if len(lines) > FILES_SHOWN:
-        lines = [*lines[:FILES_SHOWN], f"… and {len(lines) - FILES_SHOWN} more"]
+    changes = Changes(tuple(event.added), tuple(event.changed), tuple(event.deleted))
+    lines = changes.lines(FILES_SHOWN)
     if counts:
         files = f"files +{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
         cell.summary = f"{cell.summary} · {files}" if cell.summary else files

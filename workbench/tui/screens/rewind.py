@@ -19,12 +19,7 @@ SHOWN = 200
 
 def change_lines(preview: RewindPreview) -> list[str]:
     """One line per path the rewind changes: + comes back, ~ changes, - goes away."""
-    changes = preview.changes
-    rows = [("+", changes.added), ("~", changes.changed), ("-", changes.deleted)]
-    lines = [f"{sign} {name}" for sign, names in rows for name in names]
-    if len(lines) > SHOWN:
-        lines = [*lines[:SHOWN], f"… and {len(lines) - SHOWN} more"]
-    return lines
+    return preview.changes.lines(SHOWN)
 
 
 class RewindScreen(ModalScreen[bool]):
