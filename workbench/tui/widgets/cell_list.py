@@ -86,6 +86,7 @@ class CellList(ScrollView, can_focus=True):
         self._bodies: OrderedDict[str, list[Strip]] = OrderedDict()
         self._body_width = 0
         self._body_height = 0
+        self._typing_away = False
         self.cursor = -1
         self.follow = True
         """Keep the view (and the cursor) at the end as cells arrive."""
@@ -510,14 +511,21 @@ class CellList(ScrollView, can_focus=True):
             os.unlink(handle.name)
 
     def on_key(self, event: events.Key) -> None:
-        """A letter none of this list's keys takes goes to the input box (text typed while
-        the Jupyter pane had the focus was lost). The conversation refines this."""
+        """A letter none of this list's keys takes (any letter while it has no cell) goes to
+        the input box and is typed there: text typed while the Jupyter pane or the
+        conversation had the focus was lost."""
         if not event.is_printable or event.character is None:
             return
-        if event.key in self._bindings.key_to_bindings or event.key == "question_mark":
+        own_key = event.key == "question_mark" or (
+            bool(self.cells) and event.key in self._bindings.key_to_bindings
+        )
+        # Once a letter went to the input box, the keys typed with it (already on their way
+        # here, before the focus moves) follow it, the list's own keys too.
+        if own_key and not self._typing_away:
             return
         from workbench.tui.messages import StrayKey
 
+        self._typing_away = True
         event.stop()
         event.prevent_default()
         self.post_message(StrayKey(event.character))
@@ -542,6 +550,7 @@ class CellList(ScrollView, can_focus=True):
 
     def on_blur(self, event: events.Blur) -> None:
         """See `on_focus`."""
+        self._typing_away = False
         self.refresh()
 
     def _debug_state(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from workbench.tui.cells import (
     thought_cell,
     with_files,
 )
-from workbench.tui.messages import BranchRequested, RewindRequested, StrayKey
+from workbench.tui.messages import BranchRequested, RewindRequested
 from workbench.tui.widgets.cell_list import CellList
 
 if TYPE_CHECKING:
@@ -81,7 +81,6 @@ class ConversationView(CellList):
         self._last_commit: str | None = None
         self.diff_of: Callable[[str | None, str], str] | None = None
         """The unified diff between two checkpoints of the workspace shown (set by the app)."""
-        self._typing_away = False
         self.workspace = ""
         """The workspace's path, shown in the border title (see `set_welcome`)."""
         self.welcome: list[Text] = []
@@ -145,21 +144,6 @@ class ConversationView(CellList):
         strip = Strip(text.render(self.app.console), text.cell_len).apply_style(self.base_style)
         return strip.crop_extend(0, width, self.base_style)
 
-    def on_key(self, event: events.Key) -> None:
-        """A letter that is not a cell's key (any letter while there is no cell) goes to the
-        input box and is typed there."""
-        if not event.is_printable or event.character is None:
-            return
-        # Once a letter went to the input box, the keys typed with it (already on their way
-        # here, before the focus moves) follow it, cell keys too.
-        own_key = event.key == "question_mark" or (self.cells and event.key in CELL_KEYS)
-        if own_key and not self._typing_away:
-            return
-        self._typing_away = True
-        event.stop()
-        event.prevent_default()
-        self.post_message(StrayKey(event.character))
-
     def on_focus(self, event: events.Focus) -> None:
         """Say in the border which keys act on cells."""
         self.border_subtitle = KEYS_HINT if self.cells else NO_CELL_HINT
@@ -167,7 +151,6 @@ class ConversationView(CellList):
 
     def on_blur(self, event: events.Blur) -> None:
         """See `on_focus`."""
-        self._typing_away = False
         self.border_subtitle = ""
         super().on_blur(event)
 
