@@ -350,6 +350,18 @@ EVERYDAY: list[Case] = [
             "history | tail -n 1",
             "type ls",
             "command -v git",
+            # Options that once read as something else, and option values read as arguments.
+            "grep -E 'line (one|two)' data.txt",
+            "grep -rnE 'def|print' .",
+            "sed -E 's/(one)/[\\1]/' data.txt",
+            "sort -V data.txt",
+            "ps -o pid,comm | head -n 3",
+            "ps -o user,pid | head -n 3",
+            "ps -ef | head -n 2",
+            "grep -C 1 two data.txt",
+            "ls -r",
+            "cp -r sub sub_copy",
+            "mkdir -p build/x && tar -C build/x -xf data.tar",
         )
     ),
     Case("execute_ipython_cell", "print(sum(range(10)))"),

@@ -179,10 +179,46 @@ def test_package_installs_are_medium(command: str) -> None:
         "docker ps",
         "alias ll='ls -la'",
         "git -c color.ui=never log",
+        # Options whose letters once read as something else (`-E` as `ps e`), and option
+        # values read as arguments (`ps -o user,pid`, `ps -u steve`).
+        "grep -E 'a|b' notes.txt",
+        "grep -rnE 'def|class' .",
+        "sed -E 's/(a+)/<\\1>/' notes.txt",
+        "sort -E notes.txt",
+        "sort -V versions.txt",
+        "ps -o user,pid",
+        "ps -o pid,comm",
+        "ps -ef",
+        "ps -u steve",
+        "ps axo user,pid,comm",
+        "grep -C 3 needle notes.txt",
+        "ls -r",
+        "cp -r src backup",
+        "tar -C build -xf x.tar",
+        "service nginx status",
     ],
 )
 def test_everyday_commands_are_low(command: str) -> None:
     _check(command, "LOW", "")
+
+
+@pytest.mark.parametrize("command", ["ps e", "ps eww", "ps auxe", "ps -o pid e", "ps axeo pid"])
+def test_bsd_ps_e_reads_environments(command: str) -> None:
+    _check(command, "HIGH", "environments")
+
+
+@pytest.mark.parametrize(
+    ("command", "level", "why"),
+    [
+        ("cat <<EOF", "LOW", "the here-document `<<EOF` has no body"),
+        ("echo 'unclosed", "LOW", "never closed"),
+        # What parses is still judged.
+        ("rm -rf /srv/x 'unclosed", "HIGH", "recursive forced delete"),
+    ],
+)
+def test_an_incomplete_line_is_rated_by_what_parses(command: str, level: str, why: str) -> None:
+    _check(command, level, why)
+    assert "do not parse" not in analyze_command(command, WS).reason
 
 
 def _nest(command: str, times: int) -> str:

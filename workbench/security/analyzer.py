@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
+from sandbox.executors.bash_split import split_commands
 from workbench.security import paths
 from workbench.security.python_code import judge_python
 from workbench.security.risk import LEVELS, Assessment, Findings, at_least, higher
@@ -49,7 +51,13 @@ class _Analysis:
 
     def shell(self, text: str, findings: Findings, depth: int) -> None:
         """Judge a shell line."""
-        judge_line(parse(text), self.workspace, self, findings, depth)
+        line = parse(text)
+        why = incomplete(text) if line.errors and depth == 0 else None
+        if why is not None:  # the agent's shell refuses it, saying why: judge what parsed
+            line = replace(line, errors=False)
+        judge_line(line, self.workspace, self, findings, depth)
+        if why is not None:
+            findings.add("LOW", f"the command is incomplete, so the shell will not run it ({why})")
 
     def python(self, code: str, findings: Findings, depth: int) -> None:
         """Judge Python code."""
@@ -58,6 +66,16 @@ class _Analysis:
     def script(self, language: str, code: str, findings: Findings, depth: int) -> None:
         """Judge another interpreter's code."""
         judge_script(language, code, self.workspace, self, findings, depth)
+
+
+def incomplete(text: str) -> str | None:
+    """Why the agent's shell refuses `text` as incomplete (an open quote, a here-document with
+    no body), or None when it would run it. The same check the sandbox's shell makes."""
+    try:
+        why = split_commands(text).incomplete
+    except RecursionError:  # nested past the stack: not a verdict of "incomplete"
+        return None
+    return why.splitlines()[0] if why else None
 
 
 def analyze_command(command: str, workspace: str) -> Assessment:

@@ -171,7 +171,7 @@ def simple_risks(base: str, args: list[str]) -> list[tuple[RiskLevel, str]]:
         found.append(("HIGH", "changes scheduled jobs (crontab)"))
     if base in _PERSIST_COMMANDS:
         found.append(("HIGH", _PERSIST_COMMANDS[base]))
-    if (base == "ps" and first and re.match(r"^[a-zA-Z]*e", first)) or "-E" in args:
+    if base == "ps" and _ps_shows_environment(args):
         found.append(("HIGH", "reads other processes' environments, which hold secrets (ps e)"))
     if base in ("gpg", "gpg2") and any(a.startswith("--export-secret") for a in args):
         found.append(("HIGH", "reads credentials (gpg --export-secret-keys)"))
@@ -184,6 +184,36 @@ def simple_risks(base: str, args: list[str]) -> list[tuple[RiskLevel, str]]:
     ):
         found.append(("MEDIUM", f"installs packages ({manager})"))
     return found
+
+
+_PS_VALUES = frozenset(
+    {
+        "-o", "-O", "-p", "-q", "-u", "-U", "-g", "-G", "-t", "-C", "-s", "-k", "--sort",
+        "--format", "--pid", "--ppid", "--user", "--User", "--group", "--Group", "--sid",
+        "--tty", "--cols", "--columns", "--rows", "--width", "--quick-pid",
+    }
+)  # fmt: skip
+_PS_BSD_VALUES = "oOpUtkq"
+"""BSD-style `ps` letters that take the next word as their value (`ps axo pid,user`)."""
+
+
+def _ps_shows_environment(args: list[str]) -> bool:
+    """True for BSD-style `ps e` (`ps eww`, `ps auxe`); not `ps -e` (every process), nor a
+    letter `e` in an option's value (`ps -o user,pid`, `ps -u steve`)."""
+    words = iter(args)
+    for word in words:
+        if word.startswith("-"):
+            short_value = not word.startswith("--") and word[-1:] in "oOpqugUGtCsk"
+            if word in _PS_VALUES or (len(word) > 2 and short_value and word[1:].isalpha()):
+                next(words, None)
+            continue
+        if not word.isalpha():
+            continue
+        if "e" in word:
+            return True
+        if word[-1] in _PS_BSD_VALUES:
+            next(words, None)
+    return False
 
 
 def _own_jobs(args: list[str]) -> bool:
@@ -217,7 +247,7 @@ def _host_risks(base: str, args: list[str], first: str) -> list[tuple[RiskLevel,
             return [("HIGH", "installs a service that starts later (systemctl enable)")]
         if verbs & _SYSTEMCTL_CHANGES:
             return [("HIGH", "controls services of the host (systemctl)")]
-    if base == "service" and len(args) > 1:
+    if base == "service" and len(args) > 1 and args[1] != "status":
         return [("HIGH", "controls services of the host (service)")]
     if base in ("init",) and first in ("0", "6", "1"):
         return [("HIGH", "changes the host's run level (init)")]
