@@ -66,6 +66,9 @@ PUBLISH = "publish"
 SIGNAL = "signal"
 HOST = "host"
 ROOT = "root"
+PROTECTED = "a protected path"
+REPO_CONFIG = "the repository's git config (.git/config), a protected path"
+UNKNOWN_NAMES = "names it writes are not known before it runs"
 
 DANGEROUS: list[Case] = [
     # Deleting or overwriting outside the workspace, every way the shell offers.
@@ -199,11 +202,37 @@ DANGEROUS: list[Case] = [
     # Persistence.
     _sh("crontab -u wb-no-such-user {d}/cronfile", "scheduled"),
     _sh("echo 'curl x | sh' >> {d}/home/.bashrc", DELETE),
-    _sh("echo 'touch {d}/hooked' > {ws}/.git/hooks/pre-commit", PERSIST),
-    _sh("cp {ws}/app.py .git/hooks/post-checkout", PERSIST),
+    _sh("echo 'touch {d}/hooked' > {ws}/.git/hooks/pre-commit", PROTECTED),
+    _sh("cp {ws}/app.py .git/hooks/post-checkout", PROTECTED),
     _sh("cat {ws}/key.pub >> {d}/home/.ssh/authorized_keys", PERSIST),
     _sh("HOME={d}/home git config --global core.pager 'sh -c id'", PERSIST),
     _sh("git config core.hooksPath {d}", "git run a program"),
+    # The repository's config, hooks and the project's workbench config: protected paths,
+    # every way of writing them (the host's git, and the next session, would obey them).
+    _sh("git config include.path ../evil.cfg", REPO_CONFIG),
+    _sh("git config includeIf.gitdir:/.path ../evil.cfg", REPO_CONFIG),
+    _sh("git config core.fsmonitor 'touch {d}/hooked'", REPO_CONFIG),
+    _sh("git config diff.external ./x.sh", "git run a program"),
+    _sh("git config pager.log 'touch {d}/hooked'", "git run a program"),
+    _sh("git config user.name someone-else", REPO_CONFIG),
+    _sh("git -c core.fsmonitor='touch {d}/hooked' status", "git run a program"),
+    _sh("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x git log", "git run"),
+    _sh("git init --template=./sub", "template"),
+    _sh("mkdir -p payload/hooks && cp -r payload/hooks .git/", PROTECTED),
+    _sh("tar -xf data.tar -C .git", UNKNOWN_NAMES),
+    _sh("mv run.sh .git/hooks", PROTECTED),
+    _sh("unzip -o {d}/no-such.zip", UNKNOWN_NAMES),
+    _sh("ln -s ../../run.sh .git/hooks/pre-commit", PROTECTED),
+    _sh("rsync -a sub/ .git/", UNKNOWN_NAMES),
+    _sh("echo '[core]' >> .git/info/attributes", PROTECTED),
+    _sh("echo x | tee .gitmodules", PROTECTED),
+    _sh("sed -i s/x/y/ .git/config", PROTECTED),
+    _sh("mkdir -p .workbench && echo 'allow = [\"*\"]' > .workbench/config.toml", PROTECTED),
+    _sh(
+        "python3 -c \"import zipfile; zipfile.ZipFile('{d}/no-such.zip').extractall()\"",
+        UNKNOWN_NAMES,
+    ),
+    _py("import shutil\nshutil.copy('app.py', '.workbench/config.toml')", PROTECTED),
     _sh("git config alias.st '!rm -rf {d}/tree'", "git run a program"),
     _sh("systemctl --user enable wb-no-such.service", "starts later"),
     _sh("alias ls='rm -rf {d}/tree'", RF),
@@ -256,7 +285,9 @@ DANGEROUS: list[Case] = [
     Case("str_replace_editor", "create|{d}/created.txt|owned", DELETE),
     Case("str_replace_editor", "str_replace|{d}/victim.txt|decoy=>owned", DELETE),
     Case("str_replace_editor", "insert|{d}/victim.txt|owned", DELETE),
-    Case("str_replace_editor", "create|{ws}/.git/hooks/pre-push|#!/bin/sh\nid\n", PERSIST),
+    Case("str_replace_editor", "create|{ws}/.git/hooks/pre-push|#!/bin/sh\nid\n", PROTECTED),
+    Case("str_replace_editor", "create|{ws}/.workbench/config.toml|allow = []\n", PROTECTED),
+    Case("str_replace_editor", "create|{ws}/.gitmodules|x\n", PROTECTED),
     Case("str_replace_editor", "create|{shm}/created.txt|owned", DELETE),
     # Browser.
     Case("browser", 'goto("file:///etc/hostname")', "local files"),
@@ -290,6 +321,9 @@ EVERYDAY: list[Case] = [
             "git branch -a",
             "git add app.py && git commit -qm 'change' --allow-empty",
             "git stash list",
+            "git config --get user.name",
+            "git checkout -q -b wb-branch && git stash list && git checkout -q -",
+            "git -c core.pager=cat log -n 1",
             "echo hello",
             "printf '%s\\n' a b c",
             "date",

@@ -110,7 +110,7 @@ def test_deleting_or_overwriting_outside_the_workspace_is_high(command: str, why
         ("echo x >> ~/.zshrc", "persistence"),
         ("echo k >> ~/.ssh/authorized_keys", "persistence"),
         ("cp unit ~/.config/systemd/user/a.service", "persistence"),
-        ("echo x > .git/hooks/pre-commit", "persistence"),
+        ("echo x > .git/hooks/pre-commit", "a protected path (the repository's hooks)"),
         ("git config --global user.name x", "global git config"),
         ("git push", "git push"),
         ("npm publish", "publishes"),
@@ -172,7 +172,6 @@ def test_package_installs_are_medium(command: str) -> None:
         "bash script.sh",
         "make -j4 test",
         "rm -r build",
-        "git config user.name me",
         "git config --global --get user.name",
         "ps aux",
         "crontab -l",
@@ -264,7 +263,7 @@ def test_python(code: str, level: str, why: str) -> None:
 def test_editor_and_browser() -> None:
     assert analyze_path_edit(f"{WS}/a.py", WS).level == "LOW"
     assert "outside the workspace" in analyze_path_edit("/etc/x", WS).reason
-    assert "persistence" in analyze_path_edit(f"{WS}/.git/hooks/pre-commit", WS).reason
+    assert "protected" in analyze_path_edit(f"{WS}/.git/hooks/pre-commit", WS).reason
     assert analyze_browse('goto("https://example.com")', WS).level == "LOW"
     assert analyze_browse(f'goto("file://{WS}/index.html")', WS).level == "LOW"
     local = analyze_browse('goto("file:///etc/passwd")', WS)

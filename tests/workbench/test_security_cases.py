@@ -146,6 +146,8 @@ async def test_dangerous_actions_are_rejected_with_reasons_and_everyday_ones_run
     assert _snapshot(shm) == {}
     hooks = _snapshot(ws / ".git" / "hooks")
     assert [name for name in hooks if not name.endswith(".sample")] == []
+    assert not (ws / ".workbench").exists() and not (ws / ".gitmodules").exists()
+    assert not (ws / ".git" / "info" / "attributes").exists()
     assert (ws / "build" / "keep.o").exists()
 
     # Everyday: none asked about, every one ran.

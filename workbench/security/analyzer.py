@@ -99,10 +99,14 @@ def _assess(judge: Callable[[Findings], None]) -> Assessment:
 
 
 def analyze_path_edit(path: str, workspace: str) -> Assessment:
-    """Assess a change to the file at `path` (outside the workspace, or persistence, is HIGH)."""
+    """Assess a change to the file at `path` (outside the workspace, a protected path or
+    persistence is HIGH)."""
     full = paths.resolve(path, workspace)
     if full is None:
         return Assessment("LOW")
+    what = paths.protected(full, workspace)
+    if what is not None:
+        return Assessment("HIGH", (paths.protected_reason("edits", path, what),))
     if paths.persistence(full):
         return Assessment("HIGH", (f"edits {path}, {paths.PERSISTS}",))
     if not paths.inside(full, workspace):

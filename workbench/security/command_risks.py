@@ -1,6 +1,6 @@
 """The risks a command's name and arguments alone tell: publishing, signals, host control,
-persistence, git settings that run programs, package installs (`commands.py` knows the
-options and wrappers these read through)."""
+persistence, package installs (`commands.py` knows the options and wrappers these read
+through; git's own risks are in `git_risks.py`)."""
 
 from __future__ import annotations
 
@@ -13,48 +13,7 @@ from workbench.security.commands import (
     in_cluster,
     interpreter,
     is_option,
-    split_options,
 )
-
-HOOK_VARIABLES = frozenset({"PROMPT_COMMAND", "BASH_ENV", "ENV", "PS0", "PS4", "LD_PRELOAD"})
-"""Shell variables whose value runs later (before each prompt, in each new shell, each program)."""
-
-_GIT_RUNS = re.compile(
-    r"^(core\.(hookspath|fsmonitor|sshcommand|editor|pager|askpass|gitproxy)"
-    r"|(filter|diff|merge)\..*\.(clean|smudge|textconv|driver|process)|credential\.helper"
-    r"|sequence\.editor|gpg\.program|uploadpack\.packobjectshook)$",
-    re.I,
-)
-
-
-def git_overrides(args: list[str]) -> list[tuple[str, str]]:
-    """The `-c key=value` settings before git's subcommand that make it run a program."""
-    found = []
-    for i, word in enumerate(args[:-1]):
-        if word == "-c" and "=" in args[i + 1]:
-            key, _, value = args[i + 1].partition("=")
-            if _GIT_RUNS.match(key) or (key.lower().startswith("alias.") and value[:1] == "!"):
-                found.append((key, value))
-        elif not word.startswith("-") and (i == 0 or args[i - 1] not in ("-c", "-C")):
-            break
-    return found
-
-
-def git_config_risks(rest: list[str]) -> list[tuple[RiskLevel, str]]:
-    """What `git config ARGS` risks: global settings and settings that run programs later."""
-    reading = ("--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin", "get")
-    if any(a in reading for a in rest):
-        return []
-    options, operands = split_options(rest, ("--file", "-f", "--type", "--default"))
-    found: list[tuple[RiskLevel, str]] = []
-    if any(o in ("--global", "--system") for o in options) and operands:
-        found.append(("HIGH", "changes the global git config (persistence)"))
-    key = operands[0] if operands else ""
-    value = operands[1] if len(operands) > 1 else ""
-    if _GIT_RUNS.match(key) or (key.lower().startswith("alias.") and value.startswith("!")):
-        found.append(("HIGH", f"makes git run a program later (git config {key})"))
-    return found
-
 
 _PUBLISH = {
     "npm": ("publish",),

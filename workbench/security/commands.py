@@ -389,21 +389,6 @@ def upload_sources(base: str, args: list[str]) -> list[str]:
     return [f for f in found if f]
 
 
-def extract_target(base: str, args: list[str]) -> str | None:
-    """The directory an archive is unpacked into, when given."""
-    if base in ("tar", "bsdtar"):
-        first = args[0] if args else ""
-        extracting = any(a in ("-x", "--extract", "--get") or in_cluster(a, "x") for a in args)
-        if extracting or (first and not first.startswith("-") and "x" in first):
-            return option_value(args, ("-C", "--directory")) or None
-        return None
-    if base == "unzip":
-        return option_value(args, ("-d",))
-    if base == "7z" and args[:1] in (["x"], ["e"]):
-        return option_value(args, ("-o",))
-    return None
-
-
 def git_subcommand(args: list[str]) -> tuple[str, list[str]]:
     """git's subcommand after its global options, and the words after it."""
     i = 0

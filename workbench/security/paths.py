@@ -33,6 +33,123 @@ _PERSISTENCE = re.compile(
 )
 
 
+PROTECTED_GLOBS: tuple[str, ...] = (
+    ".git/config",
+    ".git/hooks/",
+    ".git/info/",
+    ".git/modules/*/config",
+    ".git/modules/*/hooks/",
+    ".gitmodules",
+    ".workbench/",
+)
+"""Paths inside the workspace the agent may not change, relative to it (a trailing `/`: the
+folder and everything in it; `*`: one name). Mirrors `PROTECTED_GLOBS` in
+`sandbox/profile.py`, which makes them read-only in every runtime: import it from there once
+both are merged. `include.path`/`includeIf` targets are protected by the profile too; the
+analyzer cannot know them, and rates every `git config` that writes instead."""
+_PROTECTED_WHAT = {
+    ".git/config": "the repository's config",
+    ".git/hooks/": "the repository's hooks",
+    ".git/info/": "git's info folder (attributes, excludes)",
+    ".git/modules/*/config": "a submodule's config",
+    ".git/modules/*/hooks/": "a submodule's hooks",
+    ".gitmodules": "the list of submodules",
+    ".workbench/": "the project's workbench config",
+}
+PROTECTED_WHY = "the person can change it on the host"
+"""What a reason says of a protected path."""
+PROTECTED_HELD = "the person can change them on the host"
+"""What a reason says of several protected paths."""
+
+
+def _relative(path: str, workspace: str) -> list[str] | None:
+    """The names of absolute `path` below the workspace (empty for the workspace itself)."""
+    if not inside(path, workspace):
+        return None
+    rest = path[len(workspace.rstrip("/")) :].strip("/")
+    return rest.split("/") if rest else []
+
+
+def _glob_parts(glob: str) -> tuple[list[str], bool]:
+    return glob.rstrip("/").split("/"), glob.endswith("/")
+
+
+def _could_be(name: str, part: str) -> bool:
+    """True when the name `name` (a glob too: `hoo*`) could be the protected name `part`."""
+    if not any(char in name for char in "*?["):
+        return fnmatchcase(name, part)
+    if part.startswith(".") and not name.startswith("."):
+        return False  # the shell's `*` does not match a leading dot
+    return part == "*" or fnmatchcase(part, name)
+
+
+def _matches(names: list[str], parts: list[str]) -> bool:
+    return all(map(_could_be, names, parts))
+
+
+def protected(path: str, workspace: str) -> str | None:
+    """What `path` is when it is a protected path or lies in a protected folder ("the
+    repository's config"), else None. A glob (`.git/hoo*/x`) counts when it could name one."""
+    names = _relative(path, workspace)
+    if names is None:
+        return None
+    for glob in PROTECTED_GLOBS:
+        parts, folder = _glob_parts(glob)
+        if len(names) < len(parts) or (len(names) > len(parts) and not folder):
+            continue
+        if _matches(names[: len(parts)], parts):
+            return _PROTECTED_WHAT[glob]
+    return None
+
+
+def protected_reason(verb: str, word: str, what: str) -> str:
+    """The reason for changing a protected path: `writes .git/config, a protected path (the
+    repository's config): the person can change it on the host`."""
+    return f"{verb} {word}, a protected path ({what}): {PROTECTED_WHY}"
+
+
+def holds_protected_reason(verb: str, word: str, folder: str, workspace: str) -> str:
+    """The reason for replacing or moving a folder that holds protected paths (`.git`)."""
+    names = ", ".join(protected_names(folder, workspace))
+    return f"{verb} {word}, which holds protected paths ({names}): {PROTECTED_HELD}"
+
+
+def unknown_contents_reason(verb: str, word: str, folder: str, workspace: str) -> str:
+    """The reason for writing names not known before it runs into a folder that holds
+    protected paths (an archive unpacked into the workspace)."""
+    names = ", ".join(protected_names(folder, workspace))
+    where = "the workspace" if folder.rstrip("/") == workspace.rstrip("/") else word
+    return (
+        f"{verb} {where}: the names it writes are not known before it runs and may include "
+        f"protected paths ({names}): {PROTECTED_HELD}"
+    )
+
+
+def holds_protected(path: str, workspace: str) -> bool:
+    """True when `path` is a folder that holds protected paths: the workspace itself, `.git`,
+    `.git/modules` (writing unknown contents into it may write them)."""
+    names = _relative(path, workspace)
+    if names is None:
+        return False
+    return any(
+        len(names) < len(parts) and _matches(names, parts)
+        for parts, _ in map(_glob_parts, PROTECTED_GLOBS)
+    )
+
+
+def protected_names(folder: str, workspace: str) -> list[str]:
+    """The names directly in `folder` that are protected or hold protected paths."""
+    names = _relative(folder, workspace)
+    if names is None:
+        return []
+    found = [
+        parts[len(names)]
+        for parts, _ in map(_glob_parts, PROTECTED_GLOBS)
+        if len(parts) > len(names) and _matches(names, parts)
+    ]
+    return list(dict.fromkeys(found))
+
+
 def resolve(path: str, cwd: str | None) -> str | None:
     """`path` made absolute against `cwd` and normalised (`~` kept); None when not known."""
     if not path or "\x00" in path:

@@ -9,6 +9,7 @@ and `%%bash` cells are shell; `%pip install` is a package install.
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 
 from workbench.security import paths
@@ -38,6 +39,8 @@ _COPIES = frozenset(
     {"shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "os.symlink",
      "os.link"}
 )  # fmt: skip
+_ARCHIVES = frozenset({"shutil.unpack_archive"})
+_MAKES_DIRS = frozenset({"os.makedirs", "os.mkdir"})
 _CHANGES = frozenset({"os.chmod", "os.chown", "os.lchown", "shutil.chown", "os.truncate"})
 _SIGNALS = frozenset({"os.kill", "os.killpg", "signal.pthread_kill"})
 _CODE = frozenset({"exec", "eval", "compile", "builtins.exec", "builtins.eval"})
@@ -149,6 +152,7 @@ class _Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         name = self.dotted(node.func) or ""
         method = name.rsplit(".", 1)[-1]
+        attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
         first = node.args[0] if node.args else None
         if name in _RUNS_SHELL or (name in _RUNS_ARGV and _keyword(node, "shell")):
             self.shell(first, name)
@@ -167,7 +171,17 @@ class _Visitor(ast.NodeVisitor):
             self.path(first, "moves away")
             self.path(node.args[1] if len(node.args) > 1 else None, "moves into")
         elif name in _COPIES:
-            self.path(node.args[1] if len(node.args) > 1 else None, "copies into")
+            dest = node.args[1] if len(node.args) > 1 else None
+            self.path(dest, "copies into", tree=name == "shutil.copytree")
+            source, into = _string(first), _string(dest)
+            if source is not None and into is not None:  # `dest` may be a folder
+                self.path_text(posixpath.join(into, posixpath.basename(source)), "copies into")
+        elif name in _ARCHIVES or attr in ("extractall", "extract"):
+            self.archive_call(node, name, attr)
+        elif name in _MAKES_DIRS or (name.startswith("pathlib.Path.") and method == "mkdir"):
+            text = _string(_target(node, first))
+            if text is not None:
+                self.path_text(text, "creates", only_protected=True)
         elif name in _CHANGES:
             self.path(first, f"changes ({name})")
         elif name in _SIGNALS:
@@ -212,19 +226,63 @@ class _Visitor(ast.NodeVisitor):
         else:
             self.judge.python(text, self.findings, self.depth + 1)
 
-    def path(self, node: ast.expr | None, verb: str, unknown_too: bool = False) -> None:
+    def path(
+        self, node: ast.expr | None, verb: str, unknown_too: bool = False, tree: bool = False
+    ) -> None:
         text = _string(node)
         if text is None:
             if unknown_too and node is not None:
                 self.findings.add("HIGH", f"{verb} a path known only when it runs")
             return
+        self.path_text(text, verb, tree)
+
+    def path_text(
+        self, text: str, verb: str, tree: bool = False, only_protected: bool = False
+    ) -> None:
+        """Judge a change to the path `text` (`tree`: to all the folder holds)."""
         full = paths.resolve(text, self.workspace)
         if full is None:
             return
-        if paths.persistence(full):
+        what = paths.protected(full, self.workspace)
+        if what is not None:
+            self.findings.add("HIGH", paths.protected_reason(verb, text, what))
+        elif tree and paths.holds_protected(full, self.workspace):
+            reason = paths.holds_protected_reason(verb, text, full, self.workspace)
+            self.findings.add("HIGH", reason)
+        elif only_protected:
+            return
+        elif paths.persistence(full):
             self.findings.add("HIGH", f"{verb} {text}, {paths.PERSISTS}")
         elif not paths.inside(full, self.workspace):
             self.findings.add("HIGH", f"{verb} {text}, outside the workspace")
+
+    def fills(self, folder: ast.expr | None, names: tuple[str, ...] | None, verb: str) -> None:
+        """Judge writing `names` (None: not known before it runs) into `folder` (None: the
+        current folder)."""
+        text = _string(folder) if folder is not None else "."
+        full = paths.resolve(text, self.workspace) if text is not None else None
+        if text is None or full is None:
+            return
+        if names is None and paths.holds_protected(full, self.workspace):
+            reason = paths.unknown_contents_reason(verb, text, full, self.workspace)
+            self.findings.add("HIGH", reason)
+        elif names is None:
+            self.path_text(text, verb)
+        for name in names or ():
+            self.path_text(posixpath.join(text, name), verb, tree=True)
+
+    def archive_call(self, node: ast.Call, name: str, attr: str) -> None:
+        """`ZipFile(…).extractall(path)`, `.extract(member, path)`, `shutil.unpack_archive`."""
+        args = node.args
+        if name == "shutil.unpack_archive":
+            where = args[1] if len(args) > 1 else _keyword_value(node, "extract_dir")
+            self.fills(where, None, "unpacks into")
+        elif attr == "extractall":
+            self.fills(args[0] if args else _keyword_value(node, "path"), None, "extracts into")
+        elif attr == "extract" and _string(args[0] if args else None) is not None:
+            member = _string(args[0]) or ""
+            where = args[1] if len(args) > 1 else _keyword_value(node, "path")
+            self.fills(where, (member,), "extracts into")
 
     def open_call(self, node: ast.Call, first: ast.expr | None) -> None:
         mode = _string(node.args[1] if len(node.args) > 1 else _keyword_value(node, "mode"))

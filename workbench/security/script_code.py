@@ -60,7 +60,10 @@ def judge_script(
         verb = "deletes" if deletes else "writes"
         for text in literals:
             full = paths.resolve(text, workspace)
-            if full is not None and "/" in text and not paths.inside(full, workspace):
+            what = paths.protected(full, workspace) if full is not None else None
+            if what is not None:
+                findings.add("HIGH", paths.protected_reason(verb, text, what))
+            elif full is not None and "/" in text and not paths.inside(full, workspace):
                 findings.add("HIGH", f"{verb} {text}, outside the workspace ({language})")
             elif full is not None and paths.persistence(full):
                 findings.add("HIGH", f"{verb} {text}, {paths.PERSISTS}")

@@ -52,6 +52,8 @@ class Command:
     """The text of a heredoc or here-string given to it."""
     upstream: list[Command] = field(default_factory=list)
     """The commands whose output is piped into it (empty: its input is not a pipe)."""
+    env: list[tuple[str, str]] = field(default_factory=list)
+    """`NAME=value` set for this command alone (`GIT_PAGER=cat git log`)."""
 
     def sources(self, limit: int = 64) -> list[Command]:
         """Every command before it in its pipeline, nearest first (at most `limit`)."""
@@ -194,6 +196,11 @@ class _Walker:
         for child in node.named_children:
             if child.type == "variable_assignment":
                 self.visit_substitutions(child)
+                name = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                if name is not None:
+                    text = self.static(value) if value is not None else ""
+                    found.env.append((self.text(name), text))
             elif child.type in _REDIRECTS:
                 self.redirect(child, [found])
             else:

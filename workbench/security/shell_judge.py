@@ -7,6 +7,7 @@ command they run; code handed to a shell or an interpreter (`sh -c`, `eval`, her
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +16,11 @@ from workbench.events import RiskLevel
 from workbench.security import command_risks as risks
 from workbench.security import commands as known
 from workbench.security import paths
+from workbench.security.archives import extraction
+from workbench.security.git_risks import git_config, git_overrides, git_risks
 from workbench.security.risk import Findings, Judge
 from workbench.security.shell import DYNAMIC, Command, Line
+from workbench.security.variables import variable_risks
 
 _GLOB = re.compile(r"[*?\[]")
 _REMOTE = re.compile(r"^(?:[\w.+-]+@)?[\w.-]+:(?!//)|^[a-z0-9+]+://")
@@ -53,15 +57,22 @@ def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, dep
     if any(map(known.dumps_environment, words)) and any(map(known.uses_network, words)):
         scope.add("HIGH", "sends the environment, which holds secrets, over the network")
     for name, value in line.assignments:
-        if name in risks.HOOK_VARIABLES:
-            scope.add("HIGH", f"makes the shell run code later, on its own ({name})")
-            if name == "PROMPT_COMMAND":
-                _shell_text(value, name, scope)
+        _variable(name, value, scope)
     for command in line.commands:
+        for name, value in command.env:
+            _variable(name, value, scope)
         for redirect in command.redirects:
             _redirect(redirect.op, redirect.target, scope)
         if command.words:
             _command(command.words, command, scope)
+
+
+def _variable(name: str, value: str, scope: _Scope) -> None:
+    """Judge `name=value` set for the shell or for one command."""
+    for level, reason in variable_risks(name, value):
+        scope.add(level, reason)
+    if name == "PROMPT_COMMAND":
+        _shell_text(value, name, scope)
 
 
 def _redirect(op: str, target: str, scope: _Scope) -> None:
@@ -81,10 +92,20 @@ def _reads(word: str, scope: _Scope) -> None:
         scope.add("HIGH", f"reads credentials ({shown(word)})")
 
 
-def _writes(word: str, verb: str, scope: _Scope, scratch_ok: bool = False) -> None:
-    """Judge a change to the file `word` (`verb` says what kind of change)."""
+def _writes(
+    word: str, verb: str, scope: _Scope, scratch_ok: bool = False, tree: bool = False
+) -> None:
+    """Judge a change to the file `word` (`verb` says what kind of change); `tree`: to the
+    folder `word` and all it holds (a recursive copy, a move, a delete)."""
     full = scope.resolve(word)
     if full is None:
+        return
+    what = paths.protected(full, scope.workspace)
+    if what is not None:
+        scope.add("HIGH", paths.protected_reason(verb, word, what))
+        return
+    if tree and paths.holds_protected(full, scope.workspace):
+        scope.add("HIGH", paths.holds_protected_reason(verb, word, full, scope.workspace))
         return
     hit = paths.glob_hits(full, False) if _GLOB.search(full) else None
     if paths.persistence(full) or hit:
@@ -93,6 +114,22 @@ def _writes(word: str, verb: str, scope: _Scope, scratch_ok: bool = False) -> No
         scope.add("HIGH", f"{verb} {word}, which holds credentials")
     elif not paths.inside(full, scope.workspace) and not (scratch_ok and paths.scratch(full)):
         scope.add("HIGH", f"{verb} {word}, outside the workspace")
+
+
+def _fills(folder: str, names: tuple[str, ...] | None, verb: str, scope: _Scope) -> None:
+    """Judge writing `names` into the folder `folder` (None: names not known before it runs,
+    such as an archive's members: a folder holding protected paths is then HIGH)."""
+    full = scope.resolve(folder)
+    if full is None:
+        return
+    if names is None:
+        if paths.holds_protected(full, scope.workspace):
+            scope.add("HIGH", paths.unknown_contents_reason(verb, folder, full, scope.workspace))
+        else:
+            _writes(folder, verb, scope)
+        return
+    for name in names:
+        _writes(posixpath.join(folder, name), verb, scope, tree=True)
 
 
 def _command(words: list[str], command: Command, scope: _Scope) -> None:
@@ -142,6 +179,13 @@ def _cd(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 
 def _wrapper(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    if base == "env":
+        for word in args:
+            name, eq, value = word.partition("=")
+            if eq and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+                _variable(name, value, scope)
+            elif not known.is_option(word):
+                break
     if base in known.PRIVILEGE:
         scope.add("HIGH", f"runs as another user, usually root ({base})")
     rest = known.unwrap(base, args)
@@ -245,25 +289,44 @@ def _delete(base: str, args: list[str], command: Command, scope: _Scope) -> None
     for target in targets:
         if recursive and DYNAMIC in target:
             scope.add("HIGH", f"deletes a path known only when it runs ({shown(target)})")
-        _writes(target, verb, scope)
+        _writes(target, verb, scope, tree=recursive)
 
 
 def _copy(base: str, args: list[str], command: Command, scope: _Scope) -> None:
-    _, operands = known.split_options(args, known.VALUE_OPTIONS.get(base, ()))
+    flags, operands = known.split_options(args, known.VALUE_OPTIONS.get(base, ()))
     if base == "rsync" or base == "scp":
         remote = [o for o in operands if _REMOTE.match(o)]
         if remote:
             scope.add("HIGH", f"copies files to or from another machine ({base} {remote[-1]})")
             return
     dest = known.option_value(args, ("-t", "--target-directory"))
+    folder = dest is not None
     if dest is None and len(operands) >= 2:
         dest = operands[-1]
         operands = operands[:-1]
     if base == "mv":
         for source in operands:
-            _writes(source, "moves away", scope)
-    if dest is not None:
-        _writes(dest, {"ln": "links", "mv": "moves into"}.get(base, "copies into"), scope)
+            _writes(source, "moves away", scope, tree=True)
+    if dest is None:
+        return
+    verb = {"ln": "links", "mv": "moves into"}.get(base, "copies into")
+    # `dest` is a folder the sources land in, or (one source) the new name of that source.
+    folder = folder or dest.endswith("/") or posixpath.basename(dest) in ("", ".", "..")
+    _writes(dest, verb, scope, tree=not folder and (base == "mv" or _recursive(base, flags)))
+    for source in operands:
+        name = posixpath.basename(source.rstrip("/"))
+        whole = source.endswith(("/.", "/")) and base in ("rsync", "cp") and name != ""
+        if name in ("", ".", "..") or (base == "rsync" and source.endswith("/")) or whole:
+            _fills(dest, None, verb, scope)  # a folder's contents: names not known here
+        else:
+            _fills(dest, (name,), verb, scope)
+
+
+def _recursive(base: str, flags: list[str]) -> bool:
+    """True when `cp`/`rsync` copies whole folders (`-r`, `-R`, `-a`)."""
+    return base == "rsync" or any(
+        f in ("--recursive", "--archive") or known.in_cluster(f, "rRa") for f in flags
+    )
 
 
 def _targets_after_mode(base: str, args: list[str], command: Command, scope: _Scope) -> None:
@@ -272,6 +335,16 @@ def _targets_after_mode(base: str, args: list[str], command: Command, scope: _Sc
         operands = operands[1:]
     for target in operands:
         _writes(target, f"changes {known.CHANGE.get(base, 'the attributes of')}", scope)
+
+
+def _creates(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    """`touch`, `mkdir`: new empty files and folders matter only where they are protected."""
+    with_value = ("-d", "-r", "-t", "--date", "--reference") if base == "touch" else ("-m",)
+    for target in known.split_options(args, with_value)[1]:
+        full = scope.resolve(target)
+        what = paths.protected(full, scope.workspace) if full is not None else None
+        if what is not None:
+            scope.add("HIGH", paths.protected_reason("creates", target, what))
 
 
 def _tee(base: str, args: list[str], command: Command, scope: _Scope) -> None:
@@ -302,9 +375,9 @@ def _downloads(base: str, args: list[str], command: Command, scope: _Scope) -> N
 
 
 def _archive(base: str, args: list[str], command: Command, scope: _Scope) -> None:
-    target = known.extract_target(base, args)
-    if target is not None:
-        _writes(target, "extracts into", scope)
+    unpacked = extraction(base, args)
+    if unpacked is not None:
+        _fills(unpacked.folder, unpacked.members, "extracts into", scope)
 
 
 def _alias(base: str, args: list[str], command: Command, scope: _Scope) -> None:
@@ -315,14 +388,21 @@ def _alias(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 
 def _git(base: str, args: list[str], command: Command, scope: _Scope) -> None:
-    for key, value in risks.git_overrides(args):
+    for key, value in git_overrides(args):
         scope.add("HIGH", f"makes git run a program (git -c {key})")
-        _shell_text(value.removeprefix("!"), f"git -c {key}", scope)
-    where = known.option_value(args, ("-C",))
+        if not value.startswith("$"):
+            _shell_text(value.removeprefix("!"), f"git -c {key}", scope)
     sub, rest = known.git_subcommand(args)
-    if sub == "config" and where is None:
-        for level, reason in risks.git_config_risks(rest):
-            scope.add(level, reason)
+    for level, reason in git_risks(sub, rest):
+        scope.add(level, reason)
+    if sub == "config":
+        call = git_config(rest)
+        if call.writes and call.file:
+            _writes(call.file, "changes the git config in", scope)
+    elif sub == "worktree" and rest[:1] == ["add"]:
+        _, operands = known.split_options(rest[1:], ("-b", "-B", "--reason"))
+        if operands:
+            _writes(operands[0], "makes a worktree in", scope, tree=True)
 
 
 _Handler = Callable[[str, list[str], Command, _Scope], None]
@@ -335,6 +415,8 @@ _HANDLERS: dict[str, _Handler] = {
     "source": _source,
     ".": _source,
     "tee": _tee,
+    "touch": _creates,
+    "mkdir": _creates,
     "dd": _dd,
     "sed": _sed,
     "gsed": _sed,
@@ -346,6 +428,6 @@ _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(("cp", "mv", "ln", "install", "rsync", "scp"), _copy),
     **dict.fromkeys(known.CHANGE, _targets_after_mode),
     **dict.fromkeys(("curl", "wget"), _downloads),
-    **dict.fromkeys(("tar", "unzip", "bsdtar", "7z"), _archive),
+    **dict.fromkeys(("tar", "gtar", "unzip", "bsdtar", "7z", "7za", "7zr"), _archive),
     "xargs": _xargs,
 }
