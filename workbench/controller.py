@@ -49,6 +49,7 @@ from workbench.events import (
 )
 from workbench.exit_codes import RunResult, Status
 from workbench.security.policy import Decision, check, headless_decision
+from workbench.security.refusal import refusal_text
 from workbench.session_log import SessionLog, SessionLogWriteError
 from workbench.stuck import Step, StuckDetector
 from workbench.tools.base import ToolContext
@@ -514,7 +515,7 @@ class Controller(EventHub):
                 )
             )
             if not decision.approved:
-                text = f"This action was not run: {decision.reason or decision.rule}."
+                text = refusal_text(verdict, decision)
                 self._observe(event, RejectedObservation(content=text))
                 if decision.verdict == "stop":
                     raise _Stop("rejected", decision.reason or decision.rule)

@@ -31,6 +31,7 @@ from workbench.events import (
 from workbench.replay.normalise import normalise
 from workbench.replay.recording import Recording, in_steps
 from workbench.security.policy import check, headless_decision
+from workbench.security.refusal import refusal_text
 from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY
 
@@ -157,8 +158,7 @@ class Rerunner:
         if decision is not None and not decision.approved:
             if decision.verdict == "stop":
                 self.stopped = decision.reason or decision.rule
-            text = f"This action was not run: {decision.reason or decision.rule}."
-            return RejectedObservation(content=text), 0.0
+            return RejectedObservation(content=refusal_text(verdict, decision)), 0.0
         tool = REGISTRY.for_action(action)
         started = time.perf_counter()
         observation: AnyObservation = await tool.execute(action, self.context)

@@ -18,7 +18,9 @@ rejects the line; allow rules let it through only when every command is allowed,
 `run:git status*` does not let a chained command ride along. A line with a substitution, or
 with a part that does not parse, is allowed only by a rule without wildcards that matches it
 exactly. A rule with wildcards never approves an action the analyzer rates HIGH: only a rule
-naming the exact text does (what the TUI's "always allow" offers is in `allow_rules.py`)."""
+naming the exact text does (what the TUI's "always allow" offers is in `allow_rules.py`).
+An action no rule can name (`set_env`, set by the person or read from a log being re-run) is
+still judged by its tool: when that says more than LOW, `security.confirmation` decides."""
 
 from __future__ import annotations
 
@@ -202,9 +204,9 @@ def check(
     action: AnyAction, declared: RiskLevel | None, config: SecurityConfig, workspace: str
 ) -> PolicyCheck:
     """Assess `action` (higher of declared and analysed risk) and decide whether to ask."""
-    if subject_of(action) is None:
-        return PolicyCheck("LOW", (), False, "nothing runs")
     found = assess(action, workspace)
+    if subject_of(action) is None and found.level == "LOW":
+        return PolicyCheck("LOW", (), False, "nothing runs")
     risk = higher(found.level, declared)
     reasons = found.reasons
     if declared is not None and at_least(declared, found.level) and declared != "LOW":

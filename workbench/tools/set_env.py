@@ -1,5 +1,6 @@
 """`set_env`: environment variables for the shell, set by the person (never offered to the
-model: values may be secrets)."""
+model: values may be secrets). Names that decide what runs are HIGH wherever the action comes
+from (a re-run log included), so the policy asks before it runs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 from sandbox.protocol import SetEnvAction, SetEnvObservation
 from workbench.display import Cell
+from workbench.security.analyzer import Assessment
+from workbench.security.variables import set_env_risks
 from workbench.tools.base import Tool
 
 
@@ -28,6 +31,12 @@ class SetEnvTool(Tool[SetEnvAction, SetEnvObservation]):
     def rule_subject(self, action: SetEnvAction) -> None:
         """Set by the person, not the agent: no rule applies."""
         return None
+
+    def assess(self, action: SetEnvAction, workspace: str) -> Assessment:
+        """HIGH for names that decide what runs (`PROMPT_COMMAND`, `BASH_ENV`, `LD_*`, `PATH`,
+        `PYTHONPATH`, `GIT_*` ...), judged by name alone: a re-run log is anyone's text."""
+        reasons = set_env_risks(list(action.env))
+        return Assessment("HIGH", tuple(reasons)) if reasons else Assessment("LOW")
 
     def describe(self, action: SetEnvAction) -> str:
         """`set env NAMES`."""
