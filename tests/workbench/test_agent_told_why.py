@@ -30,6 +30,13 @@ def _tool_messages(request: dict[str, Any]) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
 
 
+def _repository(ws: Path) -> Path:
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / "notes.txt").write_text("keep\n")
+    return ws
+
+
 def _call(call_id: str, command: str) -> dict[str, Any]:
     args = {"command": command, "security_risk": "LOW"}
     return {"id": call_id, "name": "execute_bash", "arguments": args}
@@ -38,10 +45,7 @@ def _call(call_id: str, command: str) -> dict[str, Any]:
 async def test_headless_rejections_reach_the_model_with_reasons_rule_and_advice(
     tmp_path: Path,
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
-    (ws / "notes.txt").write_text("keep\n")
+    ws = _repository(tmp_path / "ws")
     config_before = (ws / ".git" / "config").read_text()
     calls = [
         _call("protected", "git config core.fsmonitor 'touch ran-fsmonitor'"),
@@ -118,11 +122,13 @@ async def test_the_persons_no_reaches_the_model_with_what_they_said(tmp_path: Pa
         third = h.server.requests[2]
     told = {**_tool_messages(h.server.requests[1]), **_tool_messages(third)}
     assert "the person said: use data/copy.txt" in told["a"]
-    assert "What you can do: use a path inside the workspace instead; do what the person said" in (
-        told["a"]
+    assert (
+        "What you can do: use a path inside the workspace instead; do what the person said"
+        in (told["a"])
     )
-    assert "Decided by: confirmation=risky (risk HIGH >= HIGH), so it needed a yes, and the " in (
-        told["b"]
+    assert (
+        "Decided by: confirmation=risky (risk HIGH >= HIGH), so it needed a yes, and the "
+        in (told["b"])
     )
     assert "the person said no" in told["b"]
     assert "unpack into a new folder of its own" in told["b"]
