@@ -49,9 +49,37 @@ def test_a_shell_line_gets_a_rule_per_command_as_general_as_is_safe(
     assert not check(action, None, allowed, WS).needs_confirmation  # it answers this action
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        # Never broader than the program and its subcommand: `run:git*` would allow every
+        # git command, `git push` included.
+        "git -C /etc status",
+        "git -C sub status",
+        "git --git-dir=/srv/repo/.git log",
+        "npm",
+        "make",
+        # Never a general rule for a path outside the workspace.
+        "cat /etc/hosts",
+        "ls -la ../other-project",
+        "ls ~/.config",
+        "grep -r TODO /srv/app",
+        "python3 /tmp/x.py",
+        "cargo build --manifest-path=/srv/other/Cargo.toml",
+    ],
+)
+def test_a_command_naming_no_subcommand_or_a_path_outside_gets_its_exact_rule(
+    command: str,
+) -> None:
+    proposal = propose(CmdRunAction(command=command), ASK_ALL, WS)
+    assert proposal.rules == (f"run:{command}",), proposal
+
+
 def test_the_proposal_leaves_out_commands_already_allowed() -> None:
     config = SecurityConfig(confirmation="always", allow=["run:cd*"])
-    assert propose(CmdRunAction(command="cd app && make"), config, WS).rules == ("run:make*",)
+    assert propose(CmdRunAction(command="cd app && make test"), config, WS).rules == (
+        "run:make test*",
+    )
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,11 @@
 A shell line gets one rule per command it runs that no allow rule covers yet, each as general
 as is safe: `npm test -- -x` gives `run:npm test*` (the tool and its subcommand),
 `python3 tools/gen.py --fast` gives `run:python3 tools/gen.py*` (an interpreter and its script),
-`ls -la src` gives `run:ls*`. Commands whose everyday use changes or removes things (`rm`, `mv`,
-`chmod`, `kill`, ...), shells, wrappers and network tools get a rule for exactly that command.
+`ls -la src` gives `run:ls*`. Never broader than the program and its subcommand: `git -C /x
+status` or a bare `npm` gets the exact command, and so does any command naming a path outside
+the workspace (`cat /etc/hosts`, `--git-dir=/x`). Commands whose everyday use changes or removes
+things (`rm`, `mv`, `chmod`, `kill`, ...), shells, wrappers and network tools get a rule for
+exactly that command.
 An editor action gets its folder (`edit:/ws/src/*`), a browser visit its site, other tools the
 exact text. An action the analyzer rates HIGH gets no rule at all: it is approved one at a time.
 The person may edit the rules; `rule_errors` says what is wrong with an edited one.
@@ -19,7 +22,7 @@ from fnmatch import fnmatchcase
 
 from workbench.config_schema import SecurityConfig
 from workbench.events import AnyAction
-from workbench.security.paths import inside
+from workbench.security.paths import inside, outside_workspace
 from workbench.security.policy import allowed_by, assess, subject_of
 from workbench.security.shell import DYNAMIC, Command, parse
 from workbench.tools.registry import REGISTRY
@@ -135,7 +138,7 @@ def propose(action: AnyAction, config: SecurityConfig, workspace: str) -> AllowP
         return AllowProposal((), f"HIGH-risk actions are approved one at a time ({why})")
     exact = f"{subject.kind}:{escape(subject.text.strip())}"
     if subject.shell:
-        general = _shell_rules(subject.text, config)
+        general = _shell_rules(subject.text, config, workspace)
     else:
         general = [_tool_rule(subject.kind, subject.text.strip(), workspace) or exact]
     for rules in (general, [exact]):
@@ -169,7 +172,7 @@ def rule_errors(
     return errors
 
 
-def _shell_rules(line: str, config: SecurityConfig) -> list[str]:
+def _shell_rules(line: str, config: SecurityConfig, workspace: str) -> list[str]:
     """A rule for each command of `line` that no allow rule covers yet."""
     parsed = parse(line)
     if parsed.errors or parsed.substitutions:
@@ -180,7 +183,7 @@ def _shell_rules(line: str, config: SecurityConfig) -> list[str]:
             continue
         if allowed_by_text(config.allow, command.text):
             continue
-        rules.append("run:" + _command_pattern(command))
+        rules.append("run:" + _command_pattern(command, workspace))
     return rules
 
 
@@ -198,18 +201,22 @@ def allowed_by_text(rules: list[str], text: str) -> bool:
     return False
 
 
-def _command_pattern(command: Command) -> str:
-    """The pattern for one simple command: its name and what says what it does, then `*`."""
+def _command_pattern(command: Command, workspace: str) -> str:
+    """The pattern for one simple command: its name and what says what it does, then `*`;
+    exactly the command where that would allow more than its program and subcommand, or where
+    it names a path outside the workspace."""
     words = command.words
     exact = escape(command.text.strip())
     if not words or command.redirects or any(DYNAMIC in word for word in words):
         return exact
     name = posixpath.basename(words[0])
-    if name in EXACT_ONLY:
+    if name in EXACT_ONLY or any(_outside(word, workspace) for word in words[1:]):
         return exact
     rest = words[1:]
     head = [words[0]]
-    if name in SUBCOMMAND_TOOLS and rest and not rest[0].startswith("-"):
+    if name in SUBCOMMAND_TOOLS:
+        if not rest or rest[0].startswith("-"):
+            return exact  # `git -C /x status`, `npm`: `git*` would allow every git command
         head.append(rest[0])
     elif name in INTERPRETERS:
         if rest[:1] == ["-m"] and len(rest) > 1:
@@ -221,6 +228,18 @@ def _command_pattern(command: Command) -> str:
     if any(_NEEDS_QUOTES.search(word) for word in head):
         return exact
     return escape(" ".join(head)) + "*"
+
+
+def _outside(word: str, workspace: str) -> bool:
+    """True when `word`, or an option's value in it (`--git-dir=/x`, `-C/x`), is a path
+    outside the workspace."""
+    values = [word]
+    if word.startswith("-"):
+        values.append(word.partition("=")[2] if "=" in word else word[2:])
+    for value in values:
+        if value.startswith(("/", "~", "..")) and outside_workspace(value, workspace):
+            return True
+    return False
 
 
 def _tool_rule(kind: str, text: str, workspace: str) -> str | None:
