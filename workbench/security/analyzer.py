@@ -7,7 +7,9 @@ interpreters; Python is read from its syntax tree (`python_code.py`), other inte
 by the calls it makes (`script_code.py`). The final risk of an action is the higher of this and
 the LLM's `security_risk`.
 
-HIGH: deleting or overwriting outside the workspace, recursive forced deletes, privilege,
+HIGH: deleting or overwriting outside the workspace or a protected path inside it
+(`paths.PROTECTED_GLOBS`: the repository's config and hooks, `.workbench/`; any `git config`
+that writes), recursive forced deletes, privilege,
 remote or unreadable code (a download or any data piped into a shell, a command name known only
 at run time), reading credentials, uploads, persistence, publishing, signalling processes and
 host control. MEDIUM: package installs and discarding work in git. LOW: everything else.
