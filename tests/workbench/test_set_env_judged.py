@@ -12,6 +12,7 @@ from headless_harness import bash, cli_env, finish, json_lines, run_cli
 
 from workbench.config_schema import SecurityConfig
 from workbench.events import SetEnvAction
+from workbench.security.allow_rules import propose
 from workbench.security.policy import check
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -30,6 +31,12 @@ def test_names_that_decide_what_runs_are_high(name: str) -> None:
     verdict = check(SetEnvAction(env={"OK_NAME": "1", name: "x"}), None, SecurityConfig(), WS)
     assert verdict.risk == "HIGH" and verdict.needs_confirmation
     assert verdict.reason.startswith(f"sets {name}, which ")
+
+
+def test_always_allow_offers_no_rule_for_a_high_set_env() -> None:
+    proposal = propose(SetEnvAction(env={"LD_PRELOAD": "x"}), SecurityConfig(), WS)
+    assert proposal.rules == ()
+    assert proposal.refused.startswith("HIGH-risk actions are approved one at a time (sets LD_")
 
 
 @pytest.mark.parametrize("name", ["API_TOKEN", "DEBUG", "MY_SETTING", "LANG", "TZ"])

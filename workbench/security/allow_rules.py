@@ -130,12 +130,12 @@ def escape(text: str) -> str:
 def propose(action: AnyAction, config: SecurityConfig, workspace: str) -> AllowProposal:
     """The allow rules that would let `action`, and actions like it, run without asking."""
     subject = subject_of(action)
-    if subject is None:
-        return AllowProposal((), "this action runs nothing, so it needs no rule")
     found = assess(action, workspace)
     if found.level == "HIGH":
         why = "; ".join(found.reasons) or "HIGH risk"
         return AllowProposal((), f"HIGH-risk actions are approved one at a time ({why})")
+    if subject is None:
+        return AllowProposal((), "no rule can name this action (it is judged by its tool alone)")
     exact = f"{subject.kind}:{escape(subject.text.strip())}"
     if subject.shell:
         general = _shell_rules(subject.text, config, workspace)
