@@ -195,6 +195,8 @@ def test_package_installs_are_medium(command: str) -> None:
         "cp -r src backup",
         "tar -C build -xf x.tar",
         "service nginx status",
+        "kill -s TERM %1",
+        "sleep 9 & kill -n 15 $!",
     ],
 )
 def test_everyday_commands_are_low(command: str) -> None:

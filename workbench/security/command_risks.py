@@ -179,7 +179,13 @@ def _own_jobs(args: list[str]) -> bool:
     """`kill %1`, `kill $!`, `kill -l`: the shell's own jobs, or only listing signals."""
     if any(a in ("-l", "-L", "--list") for a in args):
         return True
-    targets = [a for a in args if not (a.startswith("-") and not a[1:].isdigit())]
+    targets: list[str] = []
+    words = iter(args)
+    for word in words:
+        if word in ("-s", "-n", "--signal"):
+            next(words, None)  # the signal's name is the option's value, not a target
+        elif not (word.startswith("-") and not word[1:].isdigit()):
+            targets.append(word)
     return bool(targets) and all(t.startswith("%") or t == "$!" for t in targets)
 
 
