@@ -113,6 +113,15 @@ FORMS = [
     ("python3 -c \"open('.workbench/config.toml', 'w').write('x')\"", PROTECTED),
     ("python3 -c \"import os; os.makedirs('.workbench')\"", PROTECTED),
     ("node -e \"require('fs').writeFileSync('.git/config', 'x')\"", PROTECTED),
+    ("python3 -c \"import os; open(os.path.join('.git', 'config'), 'w')\"", PROTECTED),
+    ("python3 -c \"from pathlib import Path; (Path('.git') / 'hooks' / 'x').touch()\"", PROTECTED),
+    # A link to a protected path is a way to write it; a path known only when it runs that
+    # ends like one may be one.
+    ("ln -s .git g", "holds protected paths"),
+    ("ln .git/config c", PROTECTED),
+    ("echo x > $(git rev-parse --git-dir)/hooks/pre-commit", "may be a protected path"),
+    ('cp x "$(git rev-parse --git-dir)/config"', "may be a protected path"),
+    ("echo x > $D/.workbench/config.toml", "may be a protected path"),
 ]
 
 
@@ -203,6 +212,9 @@ def test_python_cells_writing_protected_paths_are_high() -> None:
         "unzip -l x.zip",
         "rsync -a src/ backup/",
         "mkdir -p build/out && touch build/out/a.o",
+        "ln -s build/out current",
+        "echo x > $OUT/config",
+        "cat $(git rev-parse --git-dir)/config",
     ],
 )
 def test_everyday_git_and_files_stay_low(command: str) -> None:

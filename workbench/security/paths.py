@@ -125,6 +125,22 @@ def unknown_contents_reason(verb: str, word: str, folder: str, workspace: str) -
     )
 
 
+def protected_tail(tail: str) -> str | None:
+    """What protected path a path may be that ends in `tail` after a part known only when it
+    runs (`$(git rev-parse --git-dir)/hooks/pre-commit`). A bare `/config` is not enough."""
+    names = [name for name in tail.split("/") if name]
+    if not names or (len(names) < 2 and not names[0].startswith(".")):
+        return None
+    for glob in PROTECTED_GLOBS:
+        parts, folder = _glob_parts(glob)
+        for start in range(len(parts)):
+            suffix = parts[start:]
+            fits = len(names) >= len(suffix) if folder else len(names) == len(suffix)
+            if fits and _matches(names[: len(suffix)], suffix):
+                return _PROTECTED_WHAT[glob]
+    return None
+
+
 def holds_protected(path: str, workspace: str) -> bool:
     """True when `path` is a folder that holds protected paths: the workspace itself, `.git`,
     `.git/modules` (writing unknown contents into it may write them)."""

@@ -40,6 +40,10 @@ _COPIES = frozenset(
      "os.link"}
 )  # fmt: skip
 _ARCHIVES = frozenset({"shutil.unpack_archive"})
+_PATH_METHODS = frozenset(
+    {"write_text", "write_bytes", "touch", "mkdir", "unlink", "rmdir", "rename", "replace",
+     "symlink_to", "hardlink_to"}
+)  # fmt: skip
 _MAKES_DIRS = frozenset({"os.makedirs", "os.mkdir"})
 _CHANGES = frozenset({"os.chmod", "os.chown", "os.lchown", "shutil.chown", "os.truncate"})
 _SIGNALS = frozenset({"os.kill", "os.killpg", "signal.pthread_kill"})
@@ -153,6 +157,9 @@ class _Visitor(ast.NodeVisitor):
         name = self.dotted(node.func) or ""
         method = name.rsplit(".", 1)[-1]
         attr = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        on_path = isinstance(node.func, ast.Attribute) and _string(node.func.value) is not None
+        if not name and attr in _PATH_METHODS and on_path:  # (Path('.git') / 'x').write_text
+            name, method = f"pathlib.Path.{attr}", attr
         first = node.args[0] if node.args else None
         if name in _RUNS_SHELL or (name in _RUNS_ARGV and _keyword(node, "shell")):
             self.shell(first, name)
@@ -296,9 +303,11 @@ def _string(node: ast.expr | None) -> str | None:
     """The value of a string literal (or a literal made of joined strings)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
         left, right = _string(node.left), _string(node.right)
-        return left + right if left is not None and right is not None else None
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node.op, ast.Add) else posixpath.join(left, right)
     if isinstance(node, ast.JoinedStr):
         parts = [_string(v) if not isinstance(v, ast.FormattedValue) else None for v in node.values]
         return "".join(p for p in parts if p is not None) if all(parts) else None
@@ -310,6 +319,17 @@ def _string(node: ast.expr | None) -> str | None:
                 return sep.join(i for i in items if i is not None)
         if node.func.attr in ("expanduser", "abspath", "normpath", "realpath"):
             return _string(node.args[0])
+        owner = node.func.value
+        path_join = node.func.attr == "join" and (
+            (isinstance(owner, ast.Attribute) and owner.attr == "path")
+            or (isinstance(owner, ast.Name) and owner.id == "posixpath")
+        )
+        if path_join or node.func.attr == "joinpath":
+            # os.path.join('.git', 'config'), Path('.git').joinpath('hooks')
+            parts = [_string(a) for a in node.args]
+            base = _string(owner) if node.func.attr == "joinpath" else ""
+            if base is not None and all(p is not None for p in parts):
+                return posixpath.join(base, *(p for p in parts if p is not None))
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -325,6 +345,8 @@ def _target(node: ast.Call, first: ast.expr | None) -> ast.expr | None:
     if first is not None:
         return first
     func = node.func
+    if isinstance(func, ast.Attribute) and _string(func.value) is not None:
+        return func.value  # `Path(P)`, `Path(A) / B`, `Path(A).joinpath(B)`
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
         return func.value.args[0] if func.value.args else None
     return None

@@ -40,6 +40,8 @@ class _Scope:
     depth: int
     cwd: str | None
     wrapped: int = 0
+    git_dir: bool = False
+    """True when the line asks git where its folder is (`$(git rev-parse --git-dir)/config`)."""
 
     def add(self, level: RiskLevel, reason: str) -> None:
         self.findings.add(level, reason)
@@ -51,6 +53,10 @@ class _Scope:
 def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, depth: int) -> None:
     """Judge every simple command of a parsed shell line."""
     scope = _Scope(workspace, judge, findings, depth, workspace)
+    scope.git_dir = any(
+        c.words[:1] == ["git"] and "rev-parse" in c.words and any(map(_names_git_dir, c.words))
+        for c in line.commands
+    )
     if line.errors:
         scope.add("HIGH", "parts of the shell line do not parse, so what would run is unclear")
     words = [c.words for c in line.commands if c.words]
@@ -65,6 +71,10 @@ def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, dep
             _redirect(redirect.op, redirect.target, scope)
         if command.words:
             _command(command.words, command, scope)
+
+
+def _names_git_dir(word: str) -> bool:
+    return word in ("--git-dir", "--absolute-git-dir", "--git-common-dir", "--git-path")
 
 
 def _variable(name: str, value: str, scope: _Scope) -> None:
@@ -99,6 +109,13 @@ def _writes(
     folder `word` and all it holds (a recursive copy, a move, a delete)."""
     full = scope.resolve(word)
     if full is None:
+        tail = word.rpartition(DYNAMIC)[2]
+        what = paths.protected_tail(tail) if DYNAMIC in word else None
+        if what is None and scope.git_dir and word.startswith(DYNAMIC):
+            what = paths.protected(f"{scope.workspace.rstrip('/')}/.git{tail}", scope.workspace)
+        if what is not None:
+            reason = f"a path known only when it runs, which may be a protected path ({what})"
+            scope.add("HIGH", f"{verb} {shown(word)}, {reason}: {paths.PROTECTED_WHY}")
         return
     what = paths.protected(full, scope.workspace)
     if what is not None:
@@ -315,11 +332,28 @@ def _copy(base: str, args: list[str], command: Command, scope: _Scope) -> None:
     _writes(dest, verb, scope, tree=not folder and (base == "mv" or _recursive(base, flags)))
     for source in operands:
         name = posixpath.basename(source.rstrip("/"))
-        whole = source.endswith(("/.", "/")) and base in ("rsync", "cp") and name != ""
-        if name in ("", ".", "..") or (base == "rsync" and source.endswith("/")) or whole:
+        if name in ("", ".", "..") or (base == "rsync" and source.endswith("/")):
             _fills(dest, None, verb, scope)  # a folder's contents: names not known here
         else:
             _fills(dest, (name,), verb, scope)
+        if base == "ln":
+            _link_target(source, dest, folder, scope)
+
+
+def _link_target(target: str, link: str, folder: bool, scope: _Scope) -> None:
+    """A link to a protected path, or to a folder holding them, is a way to write them."""
+    where = link if folder else posixpath.dirname(link) or "."
+    for full in (scope.resolve(target), scope.resolve(posixpath.join(where, target))):
+        if full is None:
+            continue
+        what = paths.protected(full, scope.workspace)
+        if what is not None:
+            scope.add("HIGH", paths.protected_reason(f"links {link} to", target, what))
+            return
+        if paths.holds_protected(full, scope.workspace):
+            reason = paths.holds_protected_reason(f"links {link} to", target, full, scope.workspace)
+            scope.add("HIGH", reason)
+            return
 
 
 def _recursive(base: str, flags: list[str]) -> bool:
