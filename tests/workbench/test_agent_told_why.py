@@ -12,15 +12,18 @@ from typing import Any
 
 from headless_harness import bash, finish, harness, make_config
 
+from workbench.config_schema import SecurityConfig
 from workbench.events import (
     ActionEvent,
+    CmdRunAction,
     ConfirmationRequestEvent,
     ObservationEvent,
     RejectedObservation,
 )
 from workbench.headless import run_session
 from workbench.headless_output import HumanPrinter
-from workbench.security.policy import Decision
+from workbench.security.policy import Decision, check, headless_decision
+from workbench.security.refusal import refusal_text
 from workbench.session_log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -140,3 +143,16 @@ async def test_the_persons_no_reaches_the_model_with_what_they_said(tmp_path: Pa
         if isinstance(e, ObservationEvent) and isinstance(e.observation, RejectedObservation)
     ]
     assert rejected == [told["a"], told["b"]]  # the log keeps what the model read
+
+
+def test_the_rule_that_decided_is_named_as_a_person_reads_it() -> None:
+    ask = SecurityConfig(ask=["run:git push*"])
+    verdict = check(CmdRunAction(command="git push origin main"), None, ask, "/ws")
+    text = refusal_text(verdict, headless_decision("reject"))
+    assert "Risk HIGH: publishes with git push." in text
+    assert "Decided by: the ask rule 'run:git push*', so it needed a yes" in text
+    allow = SecurityConfig(allow=["run:npm test*"])
+    verdict = check(CmdRunAction(command="npm test > ~/.bashrc"), None, allow, "/ws")
+    text = refusal_text(verdict, headless_decision("reject"))
+    assert "(the allow rule 'run:npm test*' is a pattern, and a pattern does not approve" in text
+    assert "do not change files that make things run later" in text

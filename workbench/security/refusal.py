@@ -70,7 +70,11 @@ def _decided_by(verdict: PolicyCheck, decision: Decision) -> str:
     """The rule that decided, and why anyone was asked."""
     if decision.rule.startswith("deny:"):
         return f"the deny rule {decision.rule[5:]!r} in the security config"
-    asked = f"{verdict.rule}, so it needed a yes"
+    rule = f"the ask rule {verdict.rule[4:]!r}" if verdict.rule.startswith("ask:") else verdict.rule
+    asked = f"{rule}, so it needed a yes"
+    pattern = [r for r in verdict.reasons if r.startswith("the allow rule")]
+    if pattern:  # an allow rule matched, but a pattern does not approve a HIGH action
+        asked += f" ({pattern[0]})"
     if decision.rule.startswith("headless:"):
         return f"{asked}, and headless answers {decision.rule.partition('=')[2]!r} (--on-confirm)"
     if decision.rule == "user":
