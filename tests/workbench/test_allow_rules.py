@@ -75,6 +75,15 @@ def test_a_command_naming_no_subcommand_or_a_path_outside_gets_its_exact_rule(
     assert proposal.rules == (f"run:{command}",), proposal
 
 
+def test_after_a_cd_out_of_the_workspace_commands_get_their_exact_rule() -> None:
+    proposal = propose(CmdRunAction(command="cd /etc && cat hosts && ls"), ASK_ALL, WS)
+    assert proposal.rules == ("run:cd /etc", "run:cat hosts", "run:ls*")
+    proposal = propose(CmdRunAction(command="cd src && cat a.py"), ASK_ALL, WS)
+    assert proposal.rules == ("run:cd*", "run:cat*")
+    proposal = propose(CmdRunAction(command="cd sub && cat ../../outside.txt"), ASK_ALL, WS)
+    assert proposal.rules == ("run:cd*", "run:cat ../../outside.txt")
+
+
 def test_the_proposal_leaves_out_commands_already_allowed() -> None:
     config = SecurityConfig(confirmation="always", allow=["run:cd*"])
     assert propose(CmdRunAction(command="cd app && make test"), config, WS).rules == (

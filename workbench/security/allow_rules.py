@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 
 from workbench.config_schema import SecurityConfig
 from workbench.events import AnyAction
-from workbench.security.paths import inside, outside_workspace
+from workbench.security.paths import inside, outside_workspace, resolve
 from workbench.security.policy import allowed_by, assess, subject_of
 from workbench.security.shell import DYNAMIC, Command, parse
 from workbench.tools.registry import REGISTRY
@@ -178,12 +178,15 @@ def _shell_rules(line: str, config: SecurityConfig, workspace: str) -> list[str]
     if parsed.errors or parsed.substitutions:
         return []
     rules: list[str] = []
+    cwd: str | None = workspace
     for command in parsed.commands:
         if not command.words and not command.redirects:
             continue
-        if allowed_by_text(config.allow, command.text):
-            continue
-        rules.append("run:" + _command_pattern(command, workspace))
+        if not allowed_by_text(config.allow, command.text):
+            rules.append("run:" + _command_pattern(command, workspace, cwd))
+        if command.words[:1] in (["cd"], ["pushd"]):  # what follows runs there
+            target = next((w for w in command.words[1:] if not w.startswith("-")), "~")
+            cwd = resolve(target, cwd)
     return rules
 
 
@@ -201,7 +204,7 @@ def allowed_by_text(rules: list[str], text: str) -> bool:
     return False
 
 
-def _command_pattern(command: Command, workspace: str) -> str:
+def _command_pattern(command: Command, workspace: str, cwd: str | None) -> str:
     """The pattern for one simple command: its name and what says what it does, then `*`;
     exactly the command where that would allow more than its program and subcommand, or where
     it names a path outside the workspace."""
@@ -210,7 +213,7 @@ def _command_pattern(command: Command, workspace: str) -> str:
     if not words or command.redirects or any(DYNAMIC in word for word in words):
         return exact
     name = posixpath.basename(words[0])
-    if name in EXACT_ONLY or any(_outside(word, workspace) for word in words[1:]):
+    if name in EXACT_ONLY or any(_outside(word, workspace, cwd) for word in words[1:]):
         return exact
     rest = words[1:]
     head = [words[0]]
@@ -230,14 +233,16 @@ def _command_pattern(command: Command, workspace: str) -> str:
     return escape(" ".join(head)) + "*"
 
 
-def _outside(word: str, workspace: str) -> bool:
+def _outside(word: str, workspace: str, cwd: str | None) -> bool:
     """True when `word`, or an option's value in it (`--git-dir=/x`, `-C/x`), is a path
-    outside the workspace."""
+    outside the workspace (after a `cd` out of it, any word that is not an option)."""
     values = [word]
     if word.startswith("-"):
         values.append(word.partition("=")[2] if "=" in word else word[2:])
+    elif cwd is None or not inside(cwd, workspace):
+        return True
     for value in values:
-        if value.startswith(("/", "~", "..")) and outside_workspace(value, workspace):
+        if value.startswith(("/", "~", "..")) and outside_workspace(value, workspace, cwd):
             return True
     return False
 
