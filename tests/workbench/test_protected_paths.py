@@ -50,6 +50,7 @@ FORMS = [
     ("git --config-env=core.pager=EVIL log", RUNS),
     ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=x git status", RUNS),
     ("env GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=x GIT_CONFIG_COUNT=1 git log", RUNS),
+    ("env -u PAGER GIT_PAGER='sh -c id' git log", RUNS),
     ("export GIT_CONFIG_GLOBAL=./evil.cfg", "GIT_CONFIG_GLOBAL"),
     ("GIT_SSH_COMMAND='sh -c id' git fetch", RUNS),
     ("git fetch --upload-pack='sh -c id' origin", RUNS),

@@ -197,10 +197,13 @@ def _cd(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 def _wrapper(base: str, args: list[str], command: Command, scope: _Scope) -> None:
     if base == "env":
-        for word in args:
+        words = iter(args)
+        for word in words:
             name, eq, value = word.partition("=")
             if eq and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
                 _variable(name, value, scope)
+            elif word in ("-u", "--unset", "-C", "--chdir"):
+                next(words, None)
             elif not known.is_option(word):
                 break
     if base in known.PRIVILEGE:
