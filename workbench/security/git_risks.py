@@ -23,10 +23,10 @@ _GIT_RUNS = re.compile(
     r"|receive\.procreceiverefs|ssh\.variant)$",
     re.I,
 )
-_HARMLESS = frozenset(
+HARMLESS_PROGRAMS = frozenset(
     {"", "cat", "less", "more", "true", "false", "less -R", "less -FRX", "less -FRSX"}
 )
-"""Values of pager and editor settings that run nothing else (`git -c core.pager=cat log`)."""
+"""Pager and editor values that run nothing else (`git -c core.pager=cat`, `GIT_PAGER=cat`)."""
 _PAGER_OR_EDITOR = re.compile(r"^(core\.(pager|editor)|pager\..*|sequence\.editor)$", re.I)
 _CONFIG_READS = frozenset(
     {
@@ -53,7 +53,7 @@ def git_key_runs(key: str, value: str) -> bool:
     """True when the git setting `key=value` makes git run a program (or read more settings)."""
     if key.lower().startswith("alias."):
         return value.startswith("!")
-    if _PAGER_OR_EDITOR.match(key) and value.strip() in _HARMLESS:
+    if _PAGER_OR_EDITOR.match(key) and value.strip() in HARMLESS_PROGRAMS:
         return False
     return bool(_GIT_RUNS.match(key))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from workbench.events import RiskLevel
-from workbench.security.git_risks import git_key_runs
+from workbench.security.git_risks import HARMLESS_PROGRAMS, git_key_runs
 
 UNKNOWN = "\x00"
 """A value not known here (`GIT_CONFIG_VALUE_0` is a variable of its own)."""
@@ -23,11 +23,6 @@ _GIT_PROGRAMS = frozenset(
 )  # fmt: skip
 """Variables naming a program (or where programs are found) that git runs."""
 _GIT_CONFIG_FILES = frozenset({"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG"})
-HARMLESS_PROGRAMS = frozenset(
-    {"", "cat", "less", "more", "true", "false", "less -R", "less -FRX", "less -FRSX", "head"}
-)
-"""Pager or editor values that run nothing else (`GIT_PAGER=cat`, `git -c core.pager=less`)."""
-
 # What setting each kind of name does, for `set_env` (matched in order).
 _SET_ENV_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
