@@ -84,8 +84,8 @@ def bwrap_command(
         args += ["--ro-bind", str(path), str(path)]
     for path in _outermost([workspace, *writable]):
         args += ["--bind", str(path), str(path)]
-    for path in read_only:
-        if path.is_dir() and not path.is_symlink():
+    for path in read_only:  # folders and files (a home's dotfiles)
+        if path.exists() and not path.is_symlink():
             args += ["--ro-bind", str(path), str(path)]
     home = "/tmp/home"
     args += ["--dir", home, "--setenv", "HOME", home, "--chdir", str(workspace)]
