@@ -6,7 +6,9 @@ model's would be parsed and prints the risk, each reason, the rule that decided 
 under the current config: `run` (no one is asked), `ask` (a person is asked; headless answers
 with `--on-confirm`) or `reject` (a deny rule). `workbench policy rules [--json]` lists the
 allow, ask and deny rules in effect and where each comes from (config file and line,
-environment variable, or flag).
+environment variable, or flag), and an untrusted project config's allow rules as `untrusted
+allow` (not applied). `workbench policy trust [--workspace DIR]` prints the project config's
+rules and trusts its content as read; `untrust` forgets that (`workbench.project_trust`).
 """
 
 from __future__ import annotations

@@ -210,3 +210,23 @@ def test_the_records_vouch_only_when_only_the_person_could_write_them(tmp_path: 
     assert not is_trusted(project, project.read_bytes() + b"\n", store)
     os.chmod(store, 0o666)  # writable by others: it vouches for nothing
     assert not is_trusted(project, project.read_bytes(), store)
+
+
+def test_the_persons_own_edit_keeps_a_trusted_file_trusted_and_no_other(tmp_path: Path) -> None:
+    from workbench.config import add_to_list
+    from workbench.project_trust import is_trusted, keep_trust, trust
+
+    store = tmp_path / "data" / "trust" / "projects.json"
+    project = tmp_path / "ws" / ".workbench" / "config.toml"
+    with keep_trust(project, store):  # "always allow" creates it: the person's own file
+        add_to_list(project, "security.allow", "run:make*")
+    assert is_trusted(project, project.read_bytes(), store)
+    with keep_trust(project, store):  # trusted before, trusted after
+        add_to_list(project, "security.allow", "run:npm test*")
+    assert is_trusted(project, project.read_bytes(), store)
+    project.write_text('[security]\nallow = ["run:cat /etc/shadow"]\n')  # planted
+    with keep_trust(project, store):  # saving a rule does not vouch for the planted one
+        add_to_list(project, "security.allow", "run:make*")
+    assert not is_trusted(project, project.read_bytes(), store)
+    trust(project, project.read_bytes(), store)
+    assert is_trusted(project, project.read_bytes(), store)
