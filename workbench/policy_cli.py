@@ -177,11 +177,20 @@ def untrusted_rows(config: Any) -> list[RuleSource]:
         lines = state.path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError):
         lines = []
-    where = f"{state.path} (untrusted: not applied; `workbench policy trust` after review)"
     return [
-        RuleSource("untrusted allow", rule, where, line_of(lines, "allow", rule))
+        RuleSource("untrusted allow", rule, str(state.path), line_of(lines, "allow", rule))
         for rule in state.withheld
     ]
+
+
+def _print_untrusted(rows: list[RuleSource]) -> None:
+    """The withheld rules, escaped (they come from a file nobody vouched for yet)."""
+    from workbench.project_trust import TRUST_HINT, shown
+
+    for row in rows:
+        where = f"{row.source}:{row.line}" if row.line else row.source
+        print(f"{row.kind} {shown(row.rule)}    ({shown(where)}; not applied)")
+    print(f"Not applied until you trust the file's content: review it, then `{TRUST_HINT}`.")
 
 
 def trust_command(what: str, workspace: str | None) -> int:
@@ -243,12 +252,15 @@ def policy_command(argv: Sequence[str]) -> int:
             raise ConfigError(f"--config {args.config}: no such file", source="command line")
         config = load_config(config_path, overrides=overrides)
         if args.what == "rules":
-            rows = rule_sources(config) + untrusted_rows(config)
+            rows, waiting = rule_sources(config), untrusted_rows(config)
             if args.json:
-                print(json.dumps([asdict(row) for row in rows]))
+                print(json.dumps([asdict(row) for row in rows + waiting]))
             for row in [] if args.json else rows:
                 where = f"{row.source}:{row.line}" if row.line else row.source
                 print(f"{row.kind:5} {row.rule}    ({where})")
+            if waiting and not args.json:
+                _print_untrusted(waiting)
+            rows += waiting
             if not rows and not args.json:
                 print("no allow or deny rules; `security.confirmation` decides alone")
             return exit_codes.SUCCESS

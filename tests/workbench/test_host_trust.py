@@ -68,7 +68,7 @@ def test_a_planted_project_config_waits_for_trust_and_asks_again_when_changed(
     assert str(project) in err and '"run:cat /etc/shadow"' in err and "--trust-project" in err
     assert "not trusted" in err
     code, out, _ = _policy(tmp_path, workspace, "rules")
-    assert code == 0 and "untrusted allow run:cat /etc/shadow" in out
+    assert code == 0 and 'untrusted allow "run:cat /etc/shadow"' in out and "not applied" in out
     code, out, _ = _policy(tmp_path, workspace, "check", "--json", SHADOW)
     assert json.loads(out)["decision"] == "ask"
     # The person reviews it and trusts it: now the rule decides.
