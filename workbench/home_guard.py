@@ -2,10 +2,11 @@
 
 The workspace defaults to the current folder, so `workbench` started in `~` would hand the agent
 the shell's start-up files, the SSH and cloud keys. `home_reasons` says why a folder looks like a
-home (it is `$HOME`, or holds `.ssh`, `.gnupg`, `.aws` or a shell rc file at its root); the CLI
-refuses such a workspace unless `--workspace` names it and the person confirms. Even then,
-`protected_names` lists the dotfiles and dot-folders at its root, which the runtime makes
-read-only to the agent (`session.runtime_options`).
+home (it is `$HOME` or holds it, or holds `.ssh`, `.gnupg`, `.aws` or a shell rc file at its
+root); the CLI refuses such a workspace unless `--workspace` names it and the person confirms.
+Even then, `protected_names` lists the dotfiles and dot-folders at its root (and at the home's,
+when the home is inside it), which the runtime makes read-only to the agent
+(`session.runtime_options`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ def home_reasons(workspace: Path, env: Mapping[str, str] | None = None) -> list[
     """Why `workspace` looks like a home folder (empty when it does not)."""
     workspace = Path(workspace).resolve()
     reasons: list[str] = []
-    if workspace == home_of(env):
+    home = home_of(env)
+    if workspace == home:
         reasons.append("it is your home folder")
+    elif home is not None and home.is_relative_to(workspace):
+        reasons.append(f"it holds your home folder {home}")
     for name in SECRET_FOLDERS:
         if (workspace / name).is_dir():
             reasons.append(f"it holds {name}/")
@@ -68,21 +72,27 @@ def refusal(workspace: Path, reasons: list[str], how: str) -> str:
     )
 
 
-def protected_names(workspace: Path) -> list[str]:
-    """The dotfiles and dot-folders at the root of `workspace` (and, for a link among them,
-    its target inside the workspace), relative to it, sorted."""
+def protected_names(workspace: Path, env: Mapping[str, str] | None = None) -> list[str]:
+    """Relative to `workspace`, sorted: the dotfiles and dot-folders at its root, and at the
+    home folder's root when that is inside it (for a link among them, its target inside the
+    workspace too)."""
     workspace = Path(workspace).resolve()
+    home = home_of(env)
+    roots = [workspace]
+    if home is not None and home != workspace and home.is_relative_to(workspace):
+        roots.append(home)
     names: set[str] = set()
-    try:
-        entries = list(workspace.iterdir())
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.name.startswith(".") or entry.name in NOT_PROTECTED:
+    for root in roots:
+        try:
+            entries = list(root.iterdir())
+        except OSError:
             continue
-        names.add(entry.name)
-        if entry.is_symlink():
-            target = entry.resolve()
-            if target != workspace and target.is_relative_to(workspace):
-                names.add(str(target.relative_to(workspace)))
+        for entry in entries:
+            if not entry.name.startswith(".") or entry.name in NOT_PROTECTED:
+                continue
+            names.add(str(entry.relative_to(workspace)))
+            if entry.is_symlink():
+                target = entry.resolve()
+                if target != workspace and target.is_relative_to(workspace):
+                    names.add(str(target.relative_to(workspace)))
     return sorted(names)

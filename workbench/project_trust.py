@@ -3,8 +3,9 @@
 A project's config can add allow rules, which let actions run unasked; an agent that manages to
 write that file (or a repository someone cloned) must not choose them. So a project file's
 allow rules apply only once the person trusted that file's exact content: a record maps the
-file's resolved path to the SHA-256 of its bytes. A changed file is untrusted again. Its deny
-and ask rules apply either way (they only make the policy stricter).
+file's path (under the resolved workspace, links not followed) to the SHA-256 of its bytes. A
+changed file is untrusted again. Its deny and ask rules apply either way (they only make the
+policy stricter).
 
 The records live in the user's data dir (`<data>/trust/projects.json`: the file 0600 in a 0700
 folder, replaced atomically), outside every sandbox: a record the agent could write would be no
@@ -37,7 +38,7 @@ class ProjectTrust:
     """A project config as it was read, and whether its exact content is trusted."""
 
     path: Path
-    """The file (a record is keyed by its resolved path)."""
+    """The file, under the resolved workspace (the key of its record)."""
     digest: str
     """SHA-256 of the bytes read (and parsed)."""
     trusted: bool
@@ -63,7 +64,10 @@ def records_file(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _key(path: Path) -> str:
-    return str(Path(path).expanduser().resolve())
+    """The record's key: the absolute path as given, links not followed (callers pass it under
+    the resolved workspace). A `.workbench` linked to another project's, which the person
+    trusted there, is not trusted here by the way."""
+    return os.path.abspath(Path(path).expanduser())
 
 
 def _read(store: Path | None) -> dict[str, str]:
