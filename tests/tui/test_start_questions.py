@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pilot_wait import waiter
 from textual.widgets import Static
@@ -38,6 +39,11 @@ def _config(tmp_path: Path) -> Config:
     return load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws")})
 
 
+def _shows(app: Any, screen: type, selector: str) -> bool:
+    """The question's screen is up with `selector` composed."""
+    return isinstance(app.screen, screen) and bool(app.screen.query(selector))
+
+
 async def test_untrusted_project_rules_are_shown_escaped_and_trusted_with_t(
     tmp_path: Path,
 ) -> None:
@@ -46,7 +52,7 @@ async def test_untrusted_project_rules_are_shown_escaped_and_trusted_with_t(
     backend = FakeBackend()
     app = create_app(config, backend, clock=lambda: 0.0, image_mode="halfcell")
     async with app.run_test(size=(120, 40)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        await _until(pilot, lambda: _shows(app, TrustProjectScreen, "#trust-rules"), "question")
         shown = str(app.screen.query_one("#trust-rules", Static).render())
         assert '"run:make*"' in shown and '"run:curl *"' in shown
         # Verbatim and escaped: markup is text, control characters are written out.
@@ -90,7 +96,7 @@ async def _answer_home_question(question: StartQuestion, home: Path, answer: str
     app = create_app(None, backend, clock=lambda: 0.0, image_mode="halfcell")
     app.start_questions = [question]
     async with app.run_test(size=(100, 30)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, StartConfirmScreen), "question")
+        await _until(pilot, lambda: _shows(app, StartConfirmScreen, "#start-body"), "question")
         body = str(app.screen.query_one("#start-body", Static).render())
         assert str(home) in body and "it holds .ssh/" in body and "read-only" in body
         await pilot.pause(0.5)
@@ -113,8 +119,24 @@ async def test_resuming_in_another_folder_names_both(tmp_path: Path) -> None:
     app = create_app(None, backend, clock=lambda: 0.0, image_mode="halfcell")
     app.start_questions = [question]
     async with app.run_test(size=(100, 30)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, StartConfirmScreen), "question")
+        await _until(pilot, lambda: _shows(app, StartConfirmScreen, "#start-body"), "question")
         body = str(app.screen.query_one("#start-body", Static).render())
         assert str(logged) in body and str(here) in body
         await pilot.press("escape")
     assert app.return_value == WORKSPACE_REFUSED and "start" not in backend.calls
+
+
+async def test_a_long_list_scrolls_and_the_buttons_stay_on_screen(tmp_path: Path) -> None:
+    project = tmp_path / "ws" / ".workbench" / "config.toml"
+    project.parent.mkdir(parents=True)
+    rules = ", ".join(f'"run:tool{number} --flag*"' for number in range(40))
+    project.write_text(f"[security]\nallow = [{rules}]\n")
+    config = _config(tmp_path)
+    app = create_app(config, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: _shows(app, TrustProjectScreen, "#trust-yes"), "question")
+        button = app.screen.query_one("#trust-yes")
+        assert button.region.bottom <= 24  # reachable at 80x24
+        await pilot.click("#trust-yes")
+        await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
+        assert len(config.security.allow) == 40

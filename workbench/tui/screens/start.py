@@ -10,7 +10,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -22,6 +22,7 @@ StartConfirmScreen, TrustProjectScreen { align: center middle; }
     width: 90; max-width: 95%; height: auto; max-height: 90%;
     border: round $warning; background: $surface; padding: 0 1;
 }
+.start-scroll { height: auto; max-height: 60vh; }
 .start-buttons { height: auto; margin-top: 1; }
 .start-buttons Button { margin-right: 2; }
 """
@@ -47,7 +48,8 @@ class StartConfirmScreen(ModalScreen[bool]):
         """The question, its explanation and two buttons."""
         with Vertical(classes="start-box", id="start-confirm"):
             yield Static(Text(self.title_text, style="bold"), id="start-title")
-            yield Static(Text(self.body), id="start-body")
+            with VerticalScroll(classes="start-scroll"):
+                yield Static(Text(self.body), id="start-body")
             with Horizontal(classes="start-buttons"):
                 yield Button(f"{self.yes} (y)", id="start-yes", variant="warning")
                 yield Button("No, quit (n)", id="start-no", variant="primary")
@@ -98,7 +100,8 @@ class TrustProjectScreen(ModalScreen[bool]):
         """The file, its rules verbatim, and Trust / Not now."""
         with Vertical(classes="start-box", id="trust-project"):
             yield Static(Text("Trust this project's rules?", style="bold"), id="trust-title")
-            yield Static(trust_text(self.state), id="trust-rules")
+            with VerticalScroll(classes="start-scroll"):  # a long list scrolls; buttons stay
+                yield Static(trust_text(self.state), id="trust-rules")
             with Horizontal(classes="start-buttons"):
                 yield Button("Trust (t)", id="trust-yes", variant="warning")
                 yield Button("Not now (n)", id="trust-no", variant="primary")
