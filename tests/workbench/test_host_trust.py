@@ -132,6 +132,10 @@ def test_a_home_folder_is_refused_unless_named_and_confirmed(tmp_path: Path) -> 
     args = ("-t", "go", "--workspace", str(home))
     code, _, err = _headless(tmp_path, script, tmp_path, *args, HOME=str(home))
     assert code == 13 and "add --yes" in err
+    # The TUI refuses it before it opens (no terminal needed to see that).
+    env = cli_env(tmp_path, "http://127.0.0.1:9", HOME=str(home))
+    done = run_cli([], env, home)
+    assert done.returncode == 13 and "--workspace DIR, then confirm" in done.stderr
 
 
 @pytest.mark.timeout(300)
