@@ -43,6 +43,9 @@ commands:
   workbench policy check [--json] "CMD"   what the confirmation policy would do with a call
                                 (--tool str_replace_editor --path P; --code CODE for IPython)
   workbench policy rules [--json]         the allow and deny rules in effect, and where from
+  workbench policy trust|untrust [--workspace DIR]
+                                trust the project's .workbench/config.toml as it is now (its
+                                allow rules apply until it changes), or stop trusting it
 
 environment:
   LLM_MODEL, LLM_API_KEY, LLM_BASE_URL     the model, its key and endpoint
@@ -101,20 +104,33 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions`) in a new sandbox on its workspace; -t gives the next message",
     )
     again.add_argument("--last", action="store_true", help="continue the newest saved session")
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="confirm, without being asked, a home folder named with --workspace, or working "
+        "in the folder a resumed session's log names when it is not this one",
+    )
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="trust the project's .workbench/config.toml as it is now: its allow rules apply, "
+        "in later runs too, until it changes (see `workbench policy trust`)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     return parser
 
 
-def _fail(message: str, json_mode: bool = False) -> int:
+def _fail(message: str, json_mode: bool = False, status: exit_codes.Status = "config_error") -> int:
     print(f"workbench: error: {message}", file=sys.stderr)
+    code = exit_codes.exit_code(status)
     if json_mode:
         import json
 
-        summary = {"v": 1, "type": "summary", "status": "config_error", "exit_code": USAGE_EXIT}
+        summary = {"v": 1, "type": "summary", "status": status, "exit_code": code}
         summary |= {"reason": message, "steps": 0, "prompt_tokens": 0, "completion_tokens": 0}
         summary |= {"tokens": 0, "cost": 0.0, "session_id": None}
         print(json.dumps(summary, separators=(",", ":")))
-    return USAGE_EXIT
+    return code
 
 
 def read_task(args: argparse.Namespace) -> str | None:
@@ -178,13 +194,21 @@ def _main_command(argv: Sequence[str], started: float) -> int:
     from pydantic import ValidationError
 
     from workbench.config import ConfigError, load_config, require_model, require_sandbox
+    from workbench.start_checks import WorkspaceRefused
 
     try:
         config = load_config(args.config and _path(args.config), overrides=overrides_from(args))
-        history = _history_to_resume(config, args) if resuming else None
+        history: Any = None
+        questions: list[Any] = []
+        if resuming:
+            config, history, questions = _history_to_resume(config, args)
+        questions += _check_workspace(config, args)
+        config = _project_trust(config, args)
         if args.headless:
             require_model(config)
             require_sandbox(config)
+    except WorkspaceRefused as exc:
+        return _fail(str(exc), args.json, "workspace_refused")
     except ConfigError as exc:
         return _fail(str(exc), args.json)
     except ValidationError as exc:  # a flag's value the schema refuses
@@ -193,6 +217,7 @@ def _main_command(argv: Sequence[str], started: float) -> int:
         return _fail(str(exc), args.json)
     if not args.headless:
         args.task, args.file, args.history = task, None, history  # the TUI gets them read
+        args.start_questions = questions  # asked before the sandbox starts
         return _open_tui(config, args)
     from workbench.headless import run_headless
 
@@ -203,15 +228,21 @@ def _main_command(argv: Sequence[str], started: float) -> int:
     return run_headless(config, str(task), json_mode=args.json, started=started, history=history)
 
 
-def _history_to_resume(config: Any, args: argparse.Namespace) -> Any:
-    """The session `--resume ID` or `--last` names, read back; the config is pointed at its
-    workspace (unless --workspace was given) and its model (unless one is configured).
+def _history_to_resume(config: Any, args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
+    """The session `--resume ID` or `--last` names, read back; the config for its workspace
+    (unless --workspace was given; one the log names that is not the current folder needs
+    --yes, or the TUI's question, also returned) and its model (unless one is configured).
 
-    Raises ValueError (SessionNotFound, SessionLogError's message) with a clear message."""
+    Raises ValueError (SessionNotFound, SessionLogError's message) with a clear message, and
+    WorkspaceRefused headless for a log naming another folder without --yes."""
+    from pathlib import Path
+
+    from workbench.config import load_config
     from workbench.resume import load_history
-    from workbench.session import sessions_dir_of
+    from workbench.session import sessions_dir_of, workspace_of
     from workbench.session_find import find_session, last_session
     from workbench.session_log import SessionLogError
+    from workbench.start_checks import resumed_workspace
 
     directory = sessions_dir_of(config)
     path = last_session(directory) if args.last else find_session(directory, args.resume)
@@ -219,16 +250,63 @@ def _history_to_resume(config: Any, args: argparse.Namespace) -> Any:
         history = load_history(path)
     except SessionLogError as exc:
         raise ValueError(f"cannot resume: {exc}") from None
+    questions = []
     if not args.workspace:
         if not os.path.isdir(history.workspace):
             raise ValueError(
                 f"cannot resume session {history.parent_id}: its workspace "
                 f"{history.workspace} no longer exists. Fix: give --workspace DIR."
             )
-        config.sandbox.workspace = history.workspace
+        target, question = resumed_workspace(
+            workspace_of(config),
+            Path(history.workspace),
+            history.parent_id,
+            confirmed=args.yes,
+            headless=args.headless,
+        )
+        questions = [question] if question is not None else []
+        if target != workspace_of(config):  # the project's rules are that folder's
+            overrides = overrides_from(args) | {"sandbox.workspace": str(target)}
+            config = load_config(args.config and _path(args.config), overrides=overrides)
     if not config.llm.model:
         config.llm.model = history.model
-    return history
+    return config, history, questions
+
+
+def _check_workspace(config: Any, args: argparse.Namespace) -> list[Any]:
+    """A home-like workspace: refused unless --workspace named it and --yes (or, in the TUI,
+    the question returned) confirms it."""
+    from pathlib import Path
+
+    from workbench.session import workspace_of
+    from workbench.start_checks import home_check
+
+    workspace = workspace_of(config)
+    named = bool(args.workspace) and Path(args.workspace).expanduser().resolve() == workspace
+    question = home_check(workspace, named=named, confirmed=args.yes, headless=args.headless)
+    return [question] if question is not None else []
+
+
+def _project_trust(config: Any, args: argparse.Namespace) -> Any:
+    """The config with the project file trusted when --trust-project says so; headless, an
+    untrusted file's withheld allow rules are named on standard error (the TUI asks)."""
+    from workbench.config import load_config
+    from workbench.project_trust import record, untrusted_notice
+    from workbench.session import workspace_of
+
+    state = config.project_trust
+    if state is None or state.trusted:
+        return config
+    if args.trust_project:
+        record(state.path, state.digest, state.store)  # the content read is what applies
+        overrides = overrides_from(args) | {"sandbox.workspace": str(workspace_of(config))}
+        model = config.llm.model
+        config = load_config(args.config and _path(args.config), overrides=overrides)
+        config.llm.model = config.llm.model or model
+        state = config.project_trust
+    if args.headless and state is not None and state.withheld:
+        print(f"workbench: {untrusted_notice(state, workspace_of(config))}", file=sys.stderr)
+    return config
 
 
 def _path(text: str) -> Any:

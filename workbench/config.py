@@ -19,7 +19,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import annotated_types
 import tomlkit
@@ -39,6 +39,9 @@ from workbench.config_schema import (
     UIConfig,
 )
 
+if TYPE_CHECKING:
+    from workbench.project_trust import ProjectTrust
+
 __all__ = [
     "AgentConfig",
     "BudgetConfig",
@@ -56,6 +59,7 @@ __all__ = [
     "known_keys",
     "load_config",
     "project_config_file",
+    "project_layer",
     "remove_from_list",
     "require_model",
     "require_sandbox",
@@ -167,13 +171,20 @@ def _suggest(key: str, section: bool = False) -> str:
 def _read_file(path: Path) -> dict[str, Any]:
     where = f"config file {path}"
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark some editors add is fine
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(
             f"{where}: cannot read it ({exc.strerror or exc}). Fix: check the path given to "
             "--config, or create the file (see config.template.toml).",
             source=where,
         ) from None
+    return _parse(data, where)
+
+
+def _parse(raw: bytes, where: str) -> dict[str, Any]:
+    """A TOML document's data from its bytes; a ConfigError naming `where` if it is not one."""
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark some editors add is fine
     except UnicodeDecodeError:
         raise ConfigError(
             f"{where}: not UTF-8 text. Fix: save it as UTF-8.", source=where
@@ -355,7 +366,7 @@ def load_config(
         env_flat["sandbox.env"] = {**flat["sandbox.env"], **env_flat["sandbox.env"]}
     flat.update(env_flat)
     sources.update(env_sources)
-    project_file = _add_project_layer(flat, sources, overrides or {})
+    project = _add_project_layer(flat, sources, overrides or {}, env)
     for key, value in (overrides or {}).items():
         if value is None:
             continue  # an option that was not given
@@ -372,7 +383,8 @@ def load_config(
     except ValidationError as exc:
         raise _explain(exc, sources) from None
     config._source_file = source_file
-    config._project_file = project_file
+    config._project_file = project.path if project is not None else None
+    config._project_trust = project
     if config.security.examples:
         _check_rule_examples(config, sources.get("security.examples", "config"))
     return config
@@ -383,20 +395,11 @@ def project_config_file(workspace: Path) -> Path:
     return workspace / PROJECT_CONFIG
 
 
-def _add_project_layer(
-    flat: dict[str, Any], sources: dict[str, str], overrides: Mapping[str, Any]
-) -> Path | None:
-    """Add the rules of the workspace's project config to `flat`; the file, if one was read."""
-    workspace = overrides.get("sandbox.workspace") or flat.get("sandbox.workspace") or os.getcwd()
-    try:
-        path = project_config_file(Path(str(workspace)).expanduser().resolve())
-        if not path.is_file():
-            return None
-    except OSError:
-        return None
+def project_layer(raw: bytes, path: Path) -> dict[str, Any]:
+    """The dotted keys of a project config's content `raw`: rules only, else a ConfigError."""
     where = f"project config file {path}"
-    layer = _flatten(_read_file(path), where)
-    for key, value in layer.items():
+    layer = _flatten(_parse(raw, where), where)
+    for key in layer:
         if key not in PROJECT_KEYS:
             raise ConfigError(
                 f"{where}: '{key}' cannot be set by a project; a project's config holds rules "
@@ -405,6 +408,45 @@ def _add_project_layer(
                 source=where,
                 key=key,
             )
+    return layer
+
+
+def _add_project_layer(
+    flat: dict[str, Any],
+    sources: dict[str, str],
+    overrides: Mapping[str, Any],
+    env: Mapping[str, str],
+) -> ProjectTrust | None:
+    """Add the rules of the workspace's project config to `flat`: its deny and ask rules
+    always, its allow rules (and their examples) only when the person trusted this exact
+    content (`workbench.project_trust`). What was read and whether it is trusted, if a file
+    was there."""
+    from workbench.project_trust import ProjectTrust, digest_of, is_trusted, records_file
+
+    workspace = overrides.get("sandbox.workspace") or flat.get("sandbox.workspace") or os.getcwd()
+    try:
+        path = project_config_file(Path(str(workspace)).expanduser().resolve())
+        if not path.is_file():
+            return None
+        raw = path.read_bytes()  # hashed and parsed once: what is trusted is what applies
+    except OSError:
+        return None
+    where = f"project config file {path}"
+    layer = project_layer(raw, path)
+    rules = {
+        key.rsplit(".", 1)[1]: [str(rule) for rule in value]
+        for key, value in layer.items()
+        if key != "security.examples" and isinstance(value, list)
+    }
+    store = records_file(env)
+    state = ProjectTrust(path, digest_of(raw), is_trusted(path, raw, store), rules, store)
+    if not state.trusted:
+        layer.pop("security.allow", None)
+        withheld = set(state.withheld)
+        examples = layer.get("security.examples")
+        if isinstance(examples, Mapping):
+            layer["security.examples"] = {k: v for k, v in examples.items() if k not in withheld}
+    for key, value in layer.items():
         if key == "security.examples" and isinstance(value, Mapping):
             merged: Any = {**flat.get(key, {}), **value}
         elif isinstance(value, list):
@@ -413,7 +455,7 @@ def _add_project_layer(
             merged = value  # not a list: validation names the file and the key
         flat[key] = merged
         sources[key] = where if key not in sources else f"{sources[key]} and {where}"
-    return path
+    return state
 
 
 def _check_rule_examples(config: Config, source: str) -> None:

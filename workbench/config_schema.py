@@ -405,6 +405,7 @@ class Config(Section):
 
     _source_file: Path | None = PrivateAttr(default=None)
     _project_file: Path | None = PrivateAttr(default=None)
+    _project_trust: Any = PrivateAttr(default=None)
 
     @property
     def source_file(self) -> Path | None:
@@ -415,6 +416,11 @@ class Config(Section):
     def project_file(self) -> Path | None:
         """The project's config file whose rules were added, if one was read."""
         return self._project_file
+
+    @property
+    def project_trust(self) -> Any:
+        """The project config read and whether it is trusted (a `ProjectTrust`), or None."""
+        return self._project_trust
 
     def redacted_dict(self) -> dict[str, Any]:
         """The config as plain data with every secret (and every sandbox env value) masked."""

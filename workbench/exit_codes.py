@@ -29,6 +29,7 @@ Status = Literal[
     "interrupted",
     "replay_differs",
     "log_error",
+    "workspace_refused",
 ]
 
 
@@ -134,6 +135,16 @@ TABLE: Final[tuple[ExitCode, ...]] = (
         "each line whole, and the message names the folder and the fix",
     ),
     ExitCode(
+        13,
+        "WORKSPACE_REFUSED",
+        ("workspace_refused",),
+        "workspace refused",
+        "the workspace was not confirmed: it looks like a home folder (it is `$HOME`, or holds "
+        "`.ssh`, `.gnupg`, `.aws` or a shell start-up file), or a resumed session's log names "
+        "another folder than the current one; nothing ran (the message says how to choose it: "
+        "`--workspace DIR`, `--yes`)",
+    ),
+    ExitCode(
         130,
         "INTERRUPTED",
         ("interrupted",),
@@ -162,6 +173,7 @@ INTERNAL: Final = _code("INTERNAL")
 REPLAY_DIFFERS: Final = _code("REPLAY_DIFFERS")
 INTERRUPTED: Final = _code("INTERRUPTED")
 LOG_ERROR: Final = _code("LOG_ERROR")
+WORKSPACE_REFUSED: Final = _code("WORKSPACE_REFUSED")
 
 EXIT_CODES: Final[dict[Status, int]] = {
     status: row.code for row in TABLE for status in row.statuses

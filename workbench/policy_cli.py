@@ -6,7 +6,9 @@ model's would be parsed and prints the risk, each reason, the rule that decided 
 under the current config: `run` (no one is asked), `ask` (a person is asked; headless answers
 with `--on-confirm`) or `reject` (a deny rule). `workbench policy rules [--json]` lists the
 allow, ask and deny rules in effect and where each comes from (config file and line,
-environment variable, or flag).
+environment variable, or flag), and an untrusted project config's allow rules as `untrusted
+allow` (not applied). `workbench policy trust [--workspace DIR]` prints the project config's
+rules and trusts its content as read; `untrust` forgets that (`workbench.project_trust`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
         each.add_argument("--json", action="store_true", help="print JSON")
         each.add_argument("--config", metavar="PATH", help="the config file to read")
         each.add_argument("--workspace", metavar="DIR", help="the workspace (default: here)")
+    trust = sub.add_parser(
+        "trust",
+        help="trust the project's .workbench/config.toml as it is now (after reviewing it): "
+        "its allow rules apply until it changes",
+    )
+    untrust = sub.add_parser("untrust", help="stop trusting the project's config")
+    for each in (trust, untrust):
+        each.add_argument("--workspace", metavar="DIR", help="the project (default: here)")
     return parser
 
 
@@ -156,6 +166,68 @@ def rule_sources(config: Any, env: dict[str, str] | None = None) -> list[RuleSou
     ]
 
 
+def untrusted_rows(config: Any) -> list[RuleSource]:
+    """The allow rules of an untrusted project config, listed but not applied."""
+    from workbench.security.rule_sources import line_of
+
+    state = config.project_trust
+    if state is None or not state.withheld:
+        return []
+    try:
+        lines = state.path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    return [
+        RuleSource("untrusted allow", rule, str(state.path), line_of(lines, "allow", rule))
+        for rule in state.withheld
+    ]
+
+
+def _print_untrusted(rows: list[RuleSource]) -> None:
+    """The withheld rules, escaped (they come from a file nobody vouched for yet)."""
+    from workbench.project_trust import TRUST_HINT, shown
+
+    for row in rows:
+        where = f"{row.source}:{row.line}" if row.line else row.source
+        print(f"{row.kind} {shown(row.rule)}    ({shown(where)}; not applied)")
+    print(f"Not applied until you trust the file's content: review it, then `{TRUST_HINT}`.")
+
+
+def trust_command(what: str, workspace: str | None) -> int:
+    """`policy trust`: show the project file's rules and trust its content as read;
+    `policy untrust`: forget that trust."""
+    from workbench.config import ConfigError, project_config_file, project_layer
+    from workbench.project_trust import digest_of, record, shown, untrust
+
+    folder = Path(workspace or ".").expanduser().resolve()
+    path = project_config_file(folder)
+    if what == "untrust":
+        done = untrust(path)
+        print(f"{shown(str(path))}: {'no longer trusted' if done else 'was not trusted'}")
+        return exit_codes.SUCCESS
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        print(
+            f"workbench policy: error: cannot read {shown(str(path))}: {exc.strerror}. Fix: "
+            "give the project with --workspace DIR.",
+            file=sys.stderr,
+        )
+        return exit_codes.USAGE
+    try:  # the same checks as a session's: only rules, valid TOML
+        layer = project_layer(raw, path)
+    except ConfigError as exc:
+        print(f"workbench policy: error: {exc}", file=sys.stderr)
+        return exit_codes.USAGE
+    print(f"trusted {shown(str(path))} with these rules:")
+    for kind in RULE_KINDS:
+        for rule in layer.get(f"security.{kind}", []) or []:
+            print(f"  {kind:5} {shown(str(rule))}")
+    record(path, digest_of(raw))
+    print("A change to the file asks again.")
+    return exit_codes.SUCCESS
+
+
 def _print_verdict(verdict: Verdict) -> None:
     print(f"{verdict.tool}: risk {verdict.risk}")
     for reason in verdict.reasons:
@@ -168,6 +240,8 @@ def _print_verdict(verdict: Verdict) -> None:
 def policy_command(argv: Sequence[str]) -> int:
     """`workbench policy ...`; returns the exit code (2 for usage and config errors)."""
     args = build_parser().parse_args(argv)
+    if args.what in ("trust", "untrust"):
+        return trust_command(args.what, args.workspace)
     from workbench.agent.parse import ToolCallError
     from workbench.config import ConfigError, load_config
 
@@ -178,12 +252,15 @@ def policy_command(argv: Sequence[str]) -> int:
             raise ConfigError(f"--config {args.config}: no such file", source="command line")
         config = load_config(config_path, overrides=overrides)
         if args.what == "rules":
-            rows = rule_sources(config)
+            rows, waiting = rule_sources(config), untrusted_rows(config)
             if args.json:
-                print(json.dumps([asdict(row) for row in rows]))
+                print(json.dumps([asdict(row) for row in rows + waiting]))
             for row in [] if args.json else rows:
                 where = f"{row.source}:{row.line}" if row.line else row.source
                 print(f"{row.kind:5} {row.rule}    ({where})")
+            if waiting and not args.json:
+                _print_untrusted(waiting)
+            rows += waiting
             if not rows and not args.json:
                 print("no allow or deny rules; `security.confirmation` decides alone")
             return exit_codes.SUCCESS

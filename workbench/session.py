@@ -82,7 +82,7 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     if box.runtime == "local":
         options |= {"isolation": box.local.isolation, "network": box.local.network}
         # The project's rules decide what runs without asking: the agent must not edit them.
-        options |= {"read_only": [str(PROJECT_CONFIG.parent)]}
+        options |= {"read_only": [str(PROJECT_CONFIG.parent), *home_protected(workspace)]}
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
@@ -91,6 +91,14 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     if config.checkpoints.enabled:
         options["checkpoints"] = checkpoint_store_of(workspace)
     return options
+
+
+def home_protected(workspace: Path) -> list[str]:
+    """In a workspace that looks like a home folder (confirmed with --workspace and --yes or
+    the TUI's question), its dotfiles and dot-folders, read-only to the agent."""
+    from workbench.home_guard import home_reasons, protected_names
+
+    return protected_names(workspace) if home_reasons(workspace) else []
 
 
 def make_runtime(config: Config) -> Runtime:

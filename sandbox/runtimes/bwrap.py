@@ -84,9 +84,12 @@ def bwrap_command(
         args += ["--ro-bind", str(path), str(path)]
     for path in _outermost([workspace, *writable]):
         args += ["--bind", str(path), str(path)]
-    for path in read_only:
-        if path.is_dir() and not path.is_symlink():
-            args += ["--ro-bind", str(path), str(path)]
+    protected = [p for p in read_only if p.exists() and not p.is_symlink()]
+    for path in protected:  # folders and files (a home's dotfiles)
+        args += ["--ro-bind", str(path), str(path)]
+    for path in writable:  # what must stay writable inside them (a store under ~/.local)
+        if path.exists() and any(path.resolve().is_relative_to(p.resolve()) for p in protected):
+            args += ["--bind", str(path.resolve()), str(path.resolve())]
     home = "/tmp/home"
     args += ["--dir", home, "--setenv", "HOME", home, "--chdir", str(workspace)]
     return args

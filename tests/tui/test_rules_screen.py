@@ -4,12 +4,14 @@ rule removed there, from what the agent applies and from its file, the file's co
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from workbench.config import load_config
 from workbench.config_schema import Config
+from workbench.project_trust import trust
 from workbench.security.rule_sources import rules_in_effect
 from workbench.tui.app import create_app
 from workbench.tui.screens.rules import RulesScreen
@@ -42,7 +44,10 @@ def _config(tmp_path: Path, env: dict[str, str] | None = None) -> Config:
     project = tmp_path / "ws" / ".workbench" / "config.toml"
     project.parent.mkdir(parents=True, exist_ok=True)
     project.write_text(PROJECT)
-    environ = {"WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"), **(env or {})}
+    trust(project, project.read_bytes())  # the person reviewed it (records: the test's data dir)
+    data_dir = os.environ["WORKBENCH_DATA_DIR"]
+    environ = {"WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"), "WORKBENCH_DATA_DIR": data_dir}
+    environ |= env or {}
     return load_config(env=environ, overrides={"sandbox.workspace": str(tmp_path / "ws")})
 
 
@@ -105,7 +110,9 @@ async def test_removing_a_rule_on_the_screen(tmp_path: Path, size: tuple[int, in
 
 
 def _config_keep(tmp_path: Path) -> Config:
-    environ = {"WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg")}
+    # The person's own removal kept the edited file trusted: its other allow rules still apply.
+    data_dir = os.environ["WORKBENCH_DATA_DIR"]
+    environ = {"WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"), "WORKBENCH_DATA_DIR": data_dir}
     return load_config(env=environ, overrides={"sandbox.workspace": str(tmp_path / "ws")})
 
 

@@ -4,6 +4,7 @@ should show. Update baselines with `--snapshot-update` and look at the SVGs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from conftest import confirm_events
 
 from workbench.config import load_config
+from workbench.project_trust import trust
 from workbench.tui.app import WorkbenchApp, create_app
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
@@ -92,8 +94,12 @@ class TestRules:
         project = tmp_path / "project" / ".workbench" / "config.toml"
         project.parent.mkdir(parents=True)
         project.write_text(PROJECT)
+        trust(project, project.read_bytes())  # reviewed (records: the test's data dir)
         config = load_config(
-            env={"WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg")},
+            env={
+                "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
+                "WORKBENCH_DATA_DIR": os.environ["WORKBENCH_DATA_DIR"],
+            },
             overrides={"sandbox.workspace": str(tmp_path / "project")},
         )
         app = create_app(

@@ -11,6 +11,7 @@ from workbench.config import ConfigError, add_to_list, load_config
 from workbench.config_schema import SecurityConfig
 from workbench.events import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
 from workbench.policy_cli import rule_sources
+from workbench.project_trust import records_file, trust
 from workbench.security.allow_rules import propose, rule_errors
 from workbench.security.policy import check
 
@@ -155,8 +156,14 @@ def _load(tmp_path: Path, workspace: Path, user: str = "") -> object:
     user_file = tmp_path / "cfg" / "config.toml"
     user_file.parent.mkdir(exist_ok=True)
     user_file.write_text(user)
-    env = {"WORKBENCH_CONFIG_DIR": str(user_file.parent)}
+    env = {"WORKBENCH_CONFIG_DIR": str(user_file.parent), "WORKBENCH_DATA_DIR": str(tmp_path)}
     return load_config(env=env, overrides={"sandbox.workspace": str(workspace)})
+
+
+def _trust(tmp_path: Path, workspace: Path) -> None:
+    """The person trusts the project's config as it is now."""
+    project = workspace / ".workbench" / "config.toml"
+    trust(project, project.read_bytes(), records_file({"WORKBENCH_DATA_DIR": str(tmp_path)}))
 
 
 def test_the_projects_rules_add_to_the_users(tmp_path: Path) -> None:
@@ -165,7 +172,12 @@ def test_the_projects_rules_add_to_the_users(tmp_path: Path) -> None:
         '[security]\nallow = ["run:npm test*"]\ndeny = ["run:git push*"]\n'
         '[security.examples]\n"run:npm test*" = ["npm test -x"]\n',
     )
-    config = _load(tmp_path, workspace, '[security]\nallow = ["run:ls*"]\ndeny = ["run:rm *"]\n')
+    user = '[security]\nallow = ["run:ls*"]\ndeny = ["run:rm *"]\n'
+    untrusted = _load(tmp_path, workspace, user).security  # type: ignore[attr-defined]
+    assert untrusted.allow == ["run:ls*"]  # not trusted yet: its allow rules wait
+    assert untrusted.deny == ["run:rm *", "run:git push*"]  # its denials apply at once
+    _trust(tmp_path, workspace)
+    config = _load(tmp_path, workspace, user)
     security = config.security  # type: ignore[attr-defined]
     assert security.allow == ["run:ls*", "run:npm test*"]
     assert security.deny == ["run:rm *", "run:git push*"]  # a project adds denials, never drops
@@ -199,6 +211,7 @@ def test_a_projects_rule_that_fails_its_examples_is_an_error(tmp_path: Path) -> 
         '[security]\nallow = ["run:npm test*"]\n[security.examples]\n'
         '"run:npm test*" = ["!npm test -x"]\n',
     )
+    _trust(tmp_path, workspace)
     with pytest.raises(ConfigError, match="should not match 'npm test -x'"):
         _load(tmp_path, workspace)
 

@@ -26,7 +26,8 @@ def _run(tmp_path: Path, script: Any, *args: str) -> tuple[list[dict[str, Any]],
     """One headless run; returns its JSON lines and the server's requests."""
     with ScriptedLLMServer(script) as server:
         env = cli_env(tmp_path, server.base_url)
-        done = run_cli(["--headless", "--json", *args], env, tmp_path, timeout=120)
+        # From the sessions' workspace: a log naming another folder needs --yes or --workspace.
+        done = run_cli(["--headless", "--json", *args], env, tmp_path / "ws", timeout=120)
         assert done.returncode == 0, done.stderr
         return json_lines(done.stdout), list(server.requests)
 
@@ -217,7 +218,8 @@ def test_tokens_carry_over_so_a_spent_budget_stays_spent(tmp_path: Path) -> None
     assert tokens > 0
     with ScriptedLLMServer([finish("never asked")]) as server:
         env = cli_env(tmp_path, server.base_url, WORKBENCH_BUDGET_MAX_TOKENS=str(tokens))
-        done = run_cli(["--headless", "--json", "--resume", first, "-t", "more"], env, tmp_path)
+        args = ["--headless", "--json", "--resume", first, "-t", "more"]
+        done = run_cli(args, env, tmp_path / "ws")
         assert not server.requests
     summary = json_lines(done.stdout)[-1]
     assert done.returncode == 4 and summary["status"] == "budget"

@@ -10,6 +10,7 @@ rules screen both list what `rules_in_effect` finds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -166,7 +167,14 @@ def remove_rule(config: Config, row: RuleInEffect) -> str:
         how = f"unset or change {row.variable}" if row.variable else "change your config"
         raise ConfigError(f"{row.kind} rule {row.rule!r} comes from {row.where}: {how}.")
     if row.path is not None:
-        remove_from_list(row.path, f"security.{row.kind}", row.rule)
+        from workbench.project_trust import keep_trust
+
+        state = config.project_trust  # the records this config was checked against
+        store = state.store if state is not None else None
+        project = row.source == "project config"
+        edit = keep_trust(row.path, store) if project else contextlib.nullcontext()
+        with edit:  # the person's own edit: a trusted project file stays trusted
+            remove_from_list(row.path, f"security.{row.kind}", row.rule)
     rules = getattr(config.security, row.kind)
     setattr(config.security, row.kind, [rule for rule in rules if rule != row.rule])
     where = f" from {row.path}" if row.path is not None else " (it was for this session only)"

@@ -60,6 +60,7 @@ from workbench.tui.messages import (
     StrayKey,
     TaskWaiting,
 )
+from workbench.tui.start_flow import ask_then_start
 from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import ConversationView
@@ -71,6 +72,7 @@ from workbench.tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config
+    from workbench.start_checks import StartQuestion
     from workbench.tui.screens.help import KeyGroup
 
 NARROW_WIDTH = 110
@@ -196,6 +198,8 @@ class WorkbenchApp(App[int]):
         """A task to start as soon as the app is up (`workbench -t TASK` without --headless)."""
         self.initial_session: Path | None = None
         """A saved session to show as the app starts (`--resume ID`, `--last`)."""
+        self.start_questions: list[StartQuestion] = []
+        """Asked before the sandbox starts (`workbench.start_checks`); a no quits."""
         self._signals: list[signal.Signals] = []
         self._closing = False
         self.saved: SavedView | None = None
@@ -265,7 +269,14 @@ class WorkbenchApp(App[int]):
             self.query_one(BrowserPane).loader = self.load_artifact
             # After the first frames: litellm's import (a thread holding the GIL for long
             # stretches) and the sandbox's start would otherwise hold them up.
-            self.call_after_refresh(self.set_timer, BACKEND_START_DELAY_S, self._start_backend)
+            # Not before the start questions are answered (a home folder, another folder).
+            self.call_after_refresh(
+                ask_then_start,
+                self,
+                self.start_questions,
+                lambda: self.set_timer(BACKEND_START_DELAY_S, self._start_backend),
+                self.config,
+            )
         if self.initial_session is not None:
             self.open_session_file(self.initial_session)
         if self.backend is not None and self.initial_task:
@@ -1060,6 +1071,7 @@ def run_tui(config: Config, args: Any) -> int:
         task = Path(args.file).read_text(encoding="utf-8")
     if task and task.strip():
         app.initial_task = task.strip()
+    app.start_questions = list(getattr(args, "start_questions", []))
     history = getattr(args, "history", None)
     if history is not None:  # --resume ID / --last: shown read-only; -t continues it at once
         app.initial_session = history.parent_path

@@ -358,14 +358,27 @@ class ControllerBackend:
         self.config.security.allow = [*current, *(rule for rule in rules if rule not in current)]
         path = target or self.config_path or self.config.source_file or default_config_file()
         try:
-            for rule in rules:
-                add_to_list(path, "security.allow", rule)
+            with self._person_edit(path):
+                for rule in rules:
+                    add_to_list(path, "security.allow", rule)
         except (ConfigError, OSError) as exc:
             failed = f"Allowed for this session only; saving to {path} failed: {exc}"
             self._notify(failed, "warning")
         else:
             listed = ", ".join(map(repr, rules))
             self._notify(f"Saved allow rule{'s' if len(rules) > 1 else ''} {listed} to {path}")
+
+    def _person_edit(self, path: Path) -> contextlib.AbstractContextManager[None]:
+        """Around the person's own edit of `path`: the project's config stays trusted if it
+        was (their rule must not ask them for trust); any other file needs nothing."""
+        from workbench.config import project_config_file
+        from workbench.project_trust import keep_trust
+        from workbench.session import workspace_of
+
+        if Path(path).resolve() == project_config_file(workspace_of(self.config)).resolve():
+            state = self.config.project_trust  # the records this config was checked against
+            return keep_trust(path, state.store if state is not None else None)
+        return contextlib.nullcontext()
 
     def settings_changed(self) -> None:
         """The settings screen changed the config: the running session's step limit follows
