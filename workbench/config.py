@@ -372,6 +372,8 @@ def load_config(
     except ValidationError as exc:
         raise _explain(exc, sources) from None
     config._source_file = source_file
+    if source_file is not None and sources.get("mcp.servers", "").startswith("config file"):
+        config._mcp_base = source_file.resolve().parent  # relative MCP paths start there
     config._project_file = project_file
     if config.security.examples:
         _check_rule_examples(config, sources.get("security.examples", "config"))

@@ -15,27 +15,34 @@ the agent with an error result.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sandbox.errors import SandboxRequestError
 from sandbox.protocol import (
     ErrorObservation,
+    McpBind,
     McpCallAction,
     McpCallObservation,
     McpListAction,
     McpListObservation,
     McpServerSpec,
+    McpServerState,
 )
 from workbench.display import Cell, first_line
 from workbench.events import ToolCallAction, ToolResultObservation
 from workbench.security.risk import Assessment
 from workbench.tools.base import RuleSubject, ToolContext
 from workbench.tools.function import FunctionTool
+from workbench.tools.mcp_host import HOST_NOTE, HostServers
+from workbench.tools.mcp_paths import plans_of, stage_of
 
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
@@ -266,6 +273,10 @@ class McpConnection:
     """Sentences for servers that did not start, not yet reported."""
     lazy: bool = False
     hub: Notices | None = None
+    failed: list[str] = field(default_factory=list)
+    """The servers that did not start (the headless summary's `mcp_failed`)."""
+    host: HostServers | None = None
+    """The `sandbox = false` servers, run by this process."""
 
     def attach(self, hub: Notices) -> None:
         """Report the start-up failures through `hub` and withdraw tools from it later."""
@@ -284,7 +295,9 @@ class McpConnection:
             arguments=arguments,
             timeout=self.config.call_timeout_s,
         )
-        observation = await runtime.execute(action)
+        on_host = self.host is not None and not self.config.servers[target.server].sandbox
+        place: Runtime | HostServers = self.host if on_host and self.host else runtime
+        observation = await place.execute(action)
         if not isinstance(observation, McpCallObservation):
             text = getattr(observation, "content", f"unexpected answer {observation.kind!r}")
             return ToolResultObservation(tool=name, content=text, error=True)
@@ -324,6 +337,9 @@ class McpConnection:
             if isinstance(self.registry.get(name), McpTool):
                 self.registry.unregister(name)
         self.tools.clear()
+        if self.host is not None:
+            self.host.close()
+            self.host = None
         if MCP_CATALOG.connection is self:
             MCP_CATALOG.connection = None
 
@@ -331,18 +347,56 @@ class McpConnection:
 _current: McpConnection | None = None
 
 
-def specs_of(config: McpConfig) -> dict[str, McpServerSpec]:
-    """What the sandbox needs to start each configured server."""
-    return {
-        name: McpServerSpec(
-            command=list(server.command),
+def specs_of(config: Config, workspace: Path | None = None) -> dict[str, McpServerSpec]:
+    """What the sandbox (or this process, for `sandbox = false`) needs to start each server:
+    its command resolved on the host, the host paths it alone sees (`mcp_paths.py`)."""
+    workspace = workspace or Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+    plans = plans_of(config, workspace)
+    staged = config.sandbox.runtime == "local"
+    specs: dict[str, McpServerSpec] = {}
+    for name, server in config.mcp.servers.items():
+        plan = plans.get(name)
+        binds = []
+        if plan is not None and staged and server.sandbox:
+            binds = [
+                McpBind(source=stage_of(path, writable), target=str(path), writable=writable)
+                for path, writable in plan.mounts
+            ]
+        specs[name] = McpServerSpec(
+            command=plan.command if plan else [],
             env=dict(server.env),
             url=server.url,
             headers=dict(server.headers),
             start_timeout=server.start_timeout_s,
+            binds=binds,
+            host_paths=plan.host_paths if plan and server.sandbox else [],
+            cache=bool(plan) and server.sandbox,
         )
-        for name, server in config.servers.items()
-    }
+    return specs
+
+
+def _prepare(config: Config) -> tuple[Path, list[str], dict[str, McpServerSpec]]:
+    """The workspace, what to say before starting, and the servers' specs (reads the disk)."""
+    workspace = Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+    return workspace, _host_notes(config, workspace), specs_of(config, workspace)
+
+
+def _host_notes(config: Config, workspace: Path) -> list[str]:
+    """What is known before any server starts: host problems, host servers, Docker's limits."""
+    notes: list[str] = []
+    for name, plan in plans_of(config, workspace).items():
+        server = config.mcp.servers[name]
+        notes += [f"the MCP server {name!r}: {note}" for note in plan.notes]
+        if not server.sandbox:
+            notes.append(f"the MCP server {name!r} runs {HOST_NOTE} (sandbox = false)")
+        elif config.sandbox.runtime == "docker" and (server.read_only or server.writable):
+            notes.append(
+                f"the MCP server {name!r}: read_only and writable are not applied on the Docker "
+                "runtime (its container is shared with the agent, which would see them too). "
+                "Fix: set sandbox = false to run this trusted server on the host, or mount the "
+                "folder for both with sandbox.volumes"
+            )
+    return notes
 
 
 def close_mcp() -> None:
@@ -365,18 +419,21 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
     MCP_CATALOG.connection = connection
     if not config.mcp.servers:
         return connection
-    try:
-        observation: Any = await runtime.execute(McpListAction(servers=specs_of(config.mcp)))
-    except SandboxRequestError as exc:  # a sandbox server from before MCP (remote): say so
-        observation = ErrorObservation(content=f"the sandbox server refused it ({exc})")
-    if isinstance(observation, ErrorObservation):
-        for name in config.mcp.servers:
-            why = f"the MCP server {name!r} did not start: {observation.content}"
-            connection.failures.append(f"{why}; the session goes on without it")
-        return connection
-    states = observation.servers if isinstance(observation, McpListObservation) else []
+    workspace, notes, specs = await asyncio.to_thread(_prepare, config)
+    connection.failures += notes
+    on_host = {n: s for n, s in specs.items() if not config.mcp.servers[n].sandbox}
+    inside = {n: s for n, s in specs.items() if n not in on_host}
+    if on_host:
+        connection.host = HostServers(runtime, workspace)
+    states: list[McpServerState] = []
+    for servers, where in ((inside, runtime), (on_host, connection.host)):
+        if servers and where is not None:
+            states += await _start(connection, servers, where)
     for state in states:
+        if state.notice:
+            connection.failures.append(state.notice)
         if state.error:
+            connection.failed.append(state.name)
             connection.failures.append(f"{state.error}; the session goes on without it")
             continue
         for info in state.tools:
@@ -389,6 +446,26 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
         for tool in connection.tools.values():
             registry.register(tool)
     return connection
+
+
+async def _start(
+    connection: McpConnection, servers: dict[str, McpServerSpec], where: Runtime | HostServers
+) -> list[McpServerState]:
+    """Start `servers` in the sandbox or on the host; their states (failures when the place
+    refused the request as a whole)."""
+    try:
+        observation: Any = await where.execute(McpListAction(servers=servers))
+    except SandboxRequestError as exc:  # a sandbox server from before MCP (remote): say so
+        observation = ErrorObservation(content=f"the sandbox server refused it ({exc})")
+    except Exception as exc:  # the host's executor could not run it at all
+        observation = ErrorObservation(content=str(exc) or type(exc).__name__)
+    if isinstance(observation, McpListObservation):
+        return list(observation.servers)
+    content = getattr(observation, "content", f"unexpected answer {observation.kind!r}")
+    return [
+        McpServerState(name=name, error=f"the MCP server {name!r} did not start: {content}")
+        for name in servers
+    ]
 
 
 def _taken(registry: Registry) -> set[str]:
