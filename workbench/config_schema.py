@@ -381,7 +381,7 @@ class McpConfig(Section):
     "..."}` (streamable HTTP); and `start_timeout_s` (30). Both are reached from inside the
     sandbox; env and header values are masked in logs. A stdio server may add
     `read_only = [...]` and `writable = [...]` (host paths only it sees) or `sandbox = false`
-    (a trusted server run on the host)."""
+    (a trusted server run on the host). Relative paths start from this file's folder."""
     lazy_above: int = Field(default=30, ge=0)
     """With more MCP tools than this, the model gets one tool, `mcp`, that lists, describes and
     calls them, instead of every tool's schema in each request."""

@@ -72,7 +72,7 @@ SESSION_ENV = "SANDBOX_SESSION"
 RESULT_LIMIT = 100_000
 """Characters of a tool's text result kept (its middle is cut beyond that)."""
 SERVER_CWD = "/"
-"""Where stdio MCP servers start (give their commands absolute paths)."""
+"""Where stdio MCP servers start (workbench makes the config's relative paths absolute)."""
 
 
 def _available() -> str | None:

@@ -6,6 +6,7 @@ a scripted LLM, real bubblewrap and a real MCP server (tests/mcp_servers/demo_se
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from headless_harness import bash, cli_env, finish, json_lines, run_cli
 from test_mcp_headless import offered, tool_answers, use
 
 from workbench.config import load_config
+from workbench.headless_output import HumanPrinter
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tools.mcp_paths import plan_server
 
@@ -88,7 +90,7 @@ def test_a_hidden_path_is_named_with_the_fix_a_host_server_is_said_and_failures_
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "config.toml").write_text(
         f"[mcp.servers.hidden]\ncommand = [{python}, {script_path}, "
-        f"\"--data\", {json.dumps(str(data))}]\n"
+        f'"--data", {json.dumps(str(data))}]\n'
         f"[mcp.servers.trusted]\ncommand = [{python}, {script_path}]\nsandbox = false\n"
         '[mcp.servers.broken]\ncommand = ["./no-such-server"]\n'
     )
@@ -99,10 +101,6 @@ def test_a_hidden_path_is_named_with_the_fix_a_host_server_is_said_and_failures_
         proc = run_cli(["--headless", "--json", "-t", "look"], env, workspace, 120)
     assert proc.returncode == 0, proc.stderr
     lines = json_lines(proc.stdout)
-    with ScriptedLLMServer([finish("done")]) as again:  # the same, in human output
-        env = cli_env(tmp_path, again.base_url)
-        human = run_cli(["--headless", "-t", "look"], env, workspace, 120)
-    assert human.returncode == 0, human.stderr
 
     # The start line (the session's header) says which servers run on the host.
     assert lines[0]["mcp_on_host"] == ["trusted"]
@@ -125,8 +123,14 @@ def test_a_hidden_path_is_named_with_the_fix_a_host_server_is_said_and_failures_
         0,
         ["broken"],
     )
-    assert "MCP servers on the host, not sandboxed (sandbox = false): trusted" in human.stdout
-    assert "MCP servers not started: broken" in human.stdout.splitlines()[-1]
+    # Human output says the same, from the same start and summary.
+    out = io.StringIO()
+    human = HumanPrinter(out, io.StringIO())
+    human.start({k: v for k, v in lines[0].items() if k not in ("v", "type")})
+    human.summary(summary)
+    start, end = out.getvalue().splitlines()[1], out.getvalue().splitlines()[-1]
+    assert start == "MCP servers on the host, not sandboxed (sandbox = false): trusted"
+    assert end.startswith("== success (done)") and end.endswith("MCP servers not started: broken")
 
 
 def test_the_plan_resolves_paths_from_the_config_folder_and_shows_a_venv_whole(
