@@ -122,8 +122,8 @@ def hidden_notice(name: str, spec: McpServerSpec) -> str:
     return (
         f"the MCP server {name!r} names {listed}, which the sandbox does not show it (the "
         f"path exists on the host). Fix: add it to read_only = [{listed}] (or writable) under "
-        f"[mcp.servers.{name}], or set sandbox = false there to run this trusted server on "
-        "the host"
+        f"[mcp.servers.{name}] (on Docker: mount it with sandbox.volumes), or set "
+        "sandbox = false there to run this trusted server on the host"
     )
 
 

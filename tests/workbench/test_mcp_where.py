@@ -20,6 +20,7 @@ from test_mcp_headless import offered, tool_answers, use
 from workbench.config import load_config
 from workbench.headless_output import HumanPrinter
 from workbench.testing.llm_server import ScriptedLLMServer
+from workbench.tools.mcp import host_notes, specs_of
 from workbench.tools.mcp_paths import plan_server
 
 DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
@@ -161,3 +162,29 @@ def test_the_plan_resolves_paths_from_the_config_folder_and_shows_a_venv_whole(
     assert mounts[venv] is False  # the venv whole (its pyvenv.cfg), read-only
     assert mounts[cfg / "srv"] is False and mounts[cfg / "notes"] is False
     assert plan.notes == [f"writable names {cfg / 'gone'}, which does not exist on the host"]
+
+
+def test_on_docker_read_only_is_refused_with_why_and_the_program_is_the_containers(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "srv.py").write_text("print()\n")
+    (tmp_path / "data").mkdir()
+    file = tmp_path / "c.toml"
+    file.write_text(
+        '[sandbox]\nruntime = "docker"\n'
+        '[mcp.servers.s]\ncommand = ["python3", "srv.py"]\nread_only = ["data"]\n'
+        '[mcp.servers.t]\ncommand = ["python3", "srv.py"]\nsandbox = false\n'
+    )
+    config = load_config(file, env={})
+    specs = specs_of(config, tmp_path / "ws")
+    # The container's python3, the host's script path (named in a notice if it is hidden).
+    assert specs["s"].command == ["python3", str(tmp_path / "srv.py")]
+    assert specs["s"].binds == [] and specs["s"].host_paths == [
+        str(tmp_path / "srv.py"),
+        str(tmp_path / "data"),
+    ]
+    assert specs["t"].command[0] == shutil.which("python3")  # on the host: the host's
+    refused, on_host = host_notes(config, tmp_path / "ws")
+    assert "'s': read_only and writable are not applied on the Docker runtime" in refused
+    assert "shared with the agent" in refused and "sandbox = false" in refused
+    assert on_host == "the MCP server 't' runs on the host, not sandboxed (sandbox = false)"

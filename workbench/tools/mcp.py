@@ -353,6 +353,7 @@ def specs_of(config: Config, workspace: Path | None = None) -> dict[str, McpServ
     workspace = workspace or Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
     plans = plans_of(config, workspace)
     staged = config.sandbox.runtime == "local"
+    remote = config.sandbox.runtime == "remote"
     specs: dict[str, McpServerSpec] = {}
     for name, server in config.mcp.servers.items():
         plan = plans.get(name)
@@ -369,7 +370,8 @@ def specs_of(config: Config, workspace: Path | None = None) -> dict[str, McpServ
             headers=dict(server.headers),
             start_timeout=server.start_timeout_s,
             binds=binds,
-            host_paths=plan.host_paths if plan and server.sandbox else [],
+            # A remote sandbox is another machine: this one's paths mean nothing there.
+            host_paths=plan.host_paths if plan and server.sandbox and not remote else [],
             cache=bool(plan) and server.sandbox,
         )
     return specs
@@ -378,10 +380,10 @@ def specs_of(config: Config, workspace: Path | None = None) -> dict[str, McpServ
 def _prepare(config: Config) -> tuple[Path, list[str], dict[str, McpServerSpec]]:
     """The workspace, what to say before starting, and the servers' specs (reads the disk)."""
     workspace = Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
-    return workspace, _host_notes(config, workspace), specs_of(config, workspace)
+    return workspace, host_notes(config, workspace), specs_of(config, workspace)
 
 
-def _host_notes(config: Config, workspace: Path) -> list[str]:
+def host_notes(config: Config, workspace: Path) -> list[str]:
     """What is known before any server starts: host problems, host servers, Docker's limits."""
     notes: list[str] = []
     for name, plan in plans_of(config, workspace).items():
