@@ -18,6 +18,7 @@ from headless_harness import bash, cli_env, finish, json_lines, run_cli
 from test_mcp_headless import offered, tool_answers, use
 
 from workbench.config import load_config
+from workbench.config_schema import McpServerConfig
 from workbench.headless_output import HumanPrinter
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tools.mcp import host_notes, specs_of
@@ -188,3 +189,27 @@ def test_on_docker_read_only_is_refused_with_why_and_the_program_is_the_containe
     assert "'s': read_only and writable are not applied on the Docker runtime" in refused
     assert "shared with the agent" in refused and "sandbox = false" in refused
     assert on_host == "the MCP server 't' runs on the host, not sandboxed (sandbox = false)"
+
+
+def test_a_program_is_shown_with_its_installation_and_its_interpreter(tmp_path: Path) -> None:
+    # An nvm-like Node prefix, a pyenv-like Python whose venv points at it, a pip --user script.
+    node = tmp_path / "nvm" / "versions" / "node" / "v20"
+    (node / "lib" / "node_modules").mkdir(parents=True)
+    (node / "bin").mkdir()
+    (node / "bin" / "node").write_text("")
+    tool = node / "lib" / "node_modules" / "srv" / "cli.js"
+    tool.parent.mkdir()
+    tool.write_text(f"#!{node / 'bin' / 'node'}\n")
+    (node / "bin" / "srv").symlink_to(tool)
+    pyenv = tmp_path / "pyenv" / "3.11"
+    (pyenv / "lib" / "python3.11").mkdir(parents=True)
+    (pyenv / "bin").mkdir()
+    (pyenv / "bin" / "python3.11").write_text("")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("")
+    (venv / "bin" / "python").symlink_to(pyenv / "bin" / "python3.11")
+    plan = plan_server(McpServerConfig(command=[str(node / "bin" / "srv")]), tmp_path, [])
+    assert [path for path, _ in plan.mounts] == [node]  # the symlink, its target, the #!
+    plan = plan_server(McpServerConfig(command=[str(venv / "bin" / "python")]), tmp_path, [])
+    assert sorted(path for path, _ in plan.mounts) == [pyenv, venv]

@@ -391,6 +391,12 @@ def host_notes(config: Config, workspace: Path) -> list[str]:
         notes += [f"the MCP server {name!r}: {note}" for note in plan.notes]
         if not server.sandbox:
             notes.append(f"the MCP server {name!r} runs {HOST_NOTE} (sandbox = false)")
+        elif Path(server.command[0]).name in ("docker", "podman"):
+            notes.append(
+                f"the MCP server {name!r} runs {server.command[0]}, which needs its daemon's "
+                "socket: the sandbox never shows it (it gives root on the host). Fix: set "
+                "sandbox = false to run this trusted server on the host"
+            )
         elif config.sandbox.runtime == "docker" and (server.read_only or server.writable):
             notes.append(
                 f"the MCP server {name!r}: read_only and writable are not applied on the Docker "

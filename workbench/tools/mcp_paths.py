@@ -7,8 +7,10 @@
   `@scope/pkg` do not), also as the value of `--option=value`;
 - the program is found with the host's PATH (where the person's `uvx`, nvm's `node` or a
   venv's `python` are) and shown to the server with what it needs: the whole prefix when its
-  folder is a venv's or a Node installation's `bin` (`pyvenv.cfg`, `lib/node_modules`), else
-  the file; a script's `#!` interpreter the same way (`#!/usr/bin/env node` looked up on PATH);
+  folder is the `bin` of a venv (`pyvenv.cfg`), a Node (`lib/node_modules`) or Python
+  (`lib/python3*`) installation, else the file (in `~/.local/bin`: with `~/.local/lib/python3*`
+  only); the same for the file a symlink leads to and for a script's `#!` interpreter
+  (`#!/usr/bin/env node` looked up on PATH);
 - a file named in the arguments is shown with its folder (sibling modules, `node_modules`),
   or alone when that folder is the home folder or `/`; a folder named there is not shown
   unless listed in `read_only`: it is reported as hidden, with that fix.
@@ -78,18 +80,26 @@ def _program_mounts(program: Path, seen: set[Path] | None = None) -> list[Path]:
         if path in seen:
             continue
         seen.add(path)
-        folder = path.parent
-        prefix = folder.parent
-        if folder.name == "bin" and (
-            (prefix / "pyvenv.cfg").is_file() or (prefix / "lib" / "node_modules").is_dir()
-        ):
-            mounts.append(prefix)
-        else:
-            mounts.append(path)
+        mounts += _install_of(path)
     interpreter = _interpreter(Path(os.path.realpath(program)))
     if interpreter is not None and interpreter not in seen:
         mounts += _program_mounts(interpreter, seen)
     return mounts
+
+
+def _install_of(program: Path) -> list[Path]:
+    """What running `program` needs besides itself: the installation its `bin` folder is in
+    (a venv, a Python or Node prefix: pyenv, nvm, uv's pythons), or, in `~/.local`, only its
+    Python packages (the rest of `~/.local` is the person's, not the program's)."""
+    folder, prefix = program.parent, program.parent.parent
+    if folder.name != "bin":
+        return [program]
+    pythons = sorted((prefix / "lib").glob("python3*"))
+    if prefix == Path.home() / ".local":
+        return [program, *pythons]
+    if (prefix / "pyvenv.cfg").is_file() or (prefix / "lib" / "node_modules").is_dir() or pythons:
+        return [prefix]
+    return [program]
 
 
 def _interpreter(script: Path) -> Path | None:
