@@ -244,6 +244,12 @@ class McpExecutor:
             else:
                 why = describe(exc)
             await self._stop(server)  # its process has exited: its stderr is all there
+            if confine.enabled():  # the sandbox may be why: say so, and what to do
+                why += (
+                    " (it runs in the sandbox, which shows it the system, the workspace and the "
+                    "files its command names: add what else it needs to read_only under "
+                    f"[mcp.servers.{name}], or set sandbox = false to run it on the host)"
+                )
             error = server.explain(f"the MCP server {name!r} did not start: {why}")
             server.close_log()
             if isinstance(exc, asyncio.CancelledError):

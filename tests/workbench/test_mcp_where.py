@@ -112,6 +112,7 @@ def test_a_hidden_path_is_named_with_the_fix_a_host_server_is_said_and_failures_
     assert str(data) in hidden and "read_only" in hidden and "sandbox = false" in hidden
     (broken,) = [n for n in notices if "'broken' did not start" in n]
     assert str(tmp_path / "cfg" / "no-such-server") in broken  # from the config's folder
+    assert "runs in the sandbox" in broken and "sandbox = false" in broken  # why, and the fix
 
     # The trusted server runs on the host: in this process's pid namespace.
     requests = server.requests
