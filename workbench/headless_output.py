@@ -271,7 +271,7 @@ class HumanPrinter(Printer):
         s = summary
         reason = f" ({s['reason']})" if s.get("reason") else ""
         session = f"session {s['session_id']}" if s.get("session_id") else "no session"
-        failed = f", MCP servers not started: {', '.join(s['mcp_failed'])}"
+        failed = f", MCP servers not started: {', '.join(s.get('mcp_failed') or [])}"
         self.line(
             f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
             f"${s['cost']:.4f}, {session}, exit {s['exit_code']}"
