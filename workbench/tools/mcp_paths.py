@@ -12,8 +12,8 @@
   only); the same for the file a symlink leads to and for a script's `#!` interpreter
   (`#!/usr/bin/env node` looked up on PATH);
 - a file named in the arguments is shown with its folder (sibling modules, `node_modules`),
-  or alone when that folder is the home folder or `/`; a folder named there is not shown
-  unless listed in `read_only`: it is reported as hidden, with that fix.
+  or alone when that folder is the home folder, `/` or the config file's; a folder named
+  there is not shown unless listed in `read_only`: it is reported as hidden, with that fix.
 
 Paths already visible in the sandbox (the system folders, the workspace) are not mounted.
 `stage_of` names where the local runtime stages each mounted path (`sandbox/confine.py`).
@@ -121,10 +121,11 @@ def _interpreter(script: Path) -> Path | None:
     return Path(words[0])
 
 
-def _file_mount(path: Path) -> Path:
-    """A script is shown with its folder, unless that folder is the home folder or `/`."""
+def _file_mount(path: Path, base: Path) -> Path:
+    """A script is shown with its folder, unless that folder is the home folder, `/` or the
+    config file's (which holds the other servers' secrets, maybe the LLM key)."""
     folder = path.parent
-    if folder in (Path.home(), Path("/")):
+    if folder in (Path.home(), Path("/"), base):
         return path
     return folder
 
@@ -158,8 +159,9 @@ def plan_server(
         command[index] = f"{option}{sep}{path}"
         if path.exists():
             plan.host_paths.append(str(path))
-            if path.is_file():
-                mounts.append((_file_mount(path), False))
+            if path.is_file():  # and where a symlink leads
+                for file in dict.fromkeys([path, Path(os.path.realpath(path))]):
+                    mounts.append((_file_mount(file, base), False))
     for listed, writable in ((server.read_only, False), (server.writable, True)):
         for text in listed:
             path = _absolute(text, base)
@@ -175,9 +177,9 @@ def plan_server(
 
 def _needed(mounts: list[tuple[Path, bool]], visible: Sequence[Path]) -> list[tuple[Path, bool]]:
     """`mounts` without those the sandbox shows anyway, nor those inside another one of the
-    same kind (a writable path inside a read-only one stays: it is mounted after it)."""
+    same kind; outer ones first, so one inside another of the other kind is mounted over it."""
     kept: list[tuple[Path, bool]] = []
-    ordered = sorted(dict.fromkeys(mounts), key=lambda m: (m[1], len(m[0].parts)))
+    ordered = sorted(dict.fromkeys(mounts), key=lambda m: (len(m[0].parts), m[1]))
     for path, writable in ordered:
         if any(path.is_relative_to(root) for root in visible):
             continue
