@@ -104,8 +104,10 @@ def test_a_hidden_path_is_named_with_the_fix_a_host_server_is_said_and_failures_
     assert proc.returncode == 0, proc.stderr
     lines = json_lines(proc.stdout)
 
-    # The start line (the session's header) says which servers run on the host.
+    # The start line says which servers run on the host; the log's header keeps the config.
     assert lines[0]["mcp_on_host"] == ["trusted"]
+    header = json.loads(Path(lines[0]["log"]).read_text().splitlines()[0])
+    assert header["config"]["mcp"]["servers"]["trusted"]["sandbox"] is False
     notices = mcp_notices(lines)
     assert any("'trusted' runs on the host, not sandboxed" in n for n in notices), notices
     (hidden,) = [n for n in notices if "'hidden' names" in n]
