@@ -347,6 +347,13 @@ class McpServerConfig(Section):
             raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
         return value
 
+    @field_validator("read_only", "writable")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        if any(not path.strip() for path in value):
+            raise ValueError("an empty path names nothing: give each file or folder's path")
+        return value
+
     @model_validator(mode="after")
     def _one_kind(self) -> McpServerConfig:
         command, env, url, headers = self.command, self.env, self.url, self.headers

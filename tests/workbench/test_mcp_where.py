@@ -154,7 +154,7 @@ def test_the_plan_resolves_paths_from_the_config_folder_and_shows_a_venv_whole(
     )
     config = load_config(tmp_path / "cfg" / "config.toml", env={})
     cfg = tmp_path / "cfg"
-    plan = plan_server(config.mcp.servers["s"], config.mcp_base, [Path("/usr")])
+    plan = plan_server(config.mcp.servers["s"], config.mcp_base, tmp_path / "ws")
     assert plan.command == [
         str(venv / "bin" / "python"),
         str(cfg / "srv" / "main.py"),
@@ -166,6 +166,9 @@ def test_the_plan_resolves_paths_from_the_config_folder_and_shows_a_venv_whole(
     assert mounts[venv] is False  # the venv whole (its pyvenv.cfg), read-only
     assert mounts[cfg / "srv"] is False and mounts[cfg / "notes"] is False
     assert plan.notes == [f"writable names {cfg / 'gone'}, which does not exist on the host"]
+    # The system folders are shown anyway, read-only: only a writable one is mounted.
+    system = McpServerConfig(command=["x"], read_only=["/usr/lib"], writable=["/usr/share"])
+    assert plan_server(system, cfg, None).mounts == [(Path("/usr/share"), True)]
 
 
 def test_on_docker_read_only_is_refused_with_why_and_the_program_is_the_containers(
@@ -212,7 +215,7 @@ def test_a_program_is_shown_with_its_installation_and_its_interpreter(tmp_path: 
     (venv / "bin").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text("")
     (venv / "bin" / "python").symlink_to(pyenv / "bin" / "python3.11")
-    plan = plan_server(McpServerConfig(command=[str(node / "bin" / "srv")]), tmp_path, [])
+    plan = plan_server(McpServerConfig(command=[str(node / "bin" / "srv")]), tmp_path, None)
     assert [path for path, _ in plan.mounts] == [node]  # the symlink, its target, the #!
-    plan = plan_server(McpServerConfig(command=[str(venv / "bin" / "python")]), tmp_path, [])
+    plan = plan_server(McpServerConfig(command=[str(venv / "bin" / "python")]), tmp_path, None)
     assert sorted(path for path, _ in plan.mounts) == [pyenv, venv]

@@ -15,7 +15,8 @@
   or alone when that folder is the home folder, `/` or the config file's; a folder named
   there is not shown unless listed in `read_only`: it is reported as hidden, with that fix.
 
-Paths already visible in the sandbox (the system folders, the workspace) are not mounted.
+Paths already visible in the sandbox (the system folders, the workspace) are not mounted,
+except a `writable` one in a read-only system folder.
 `stage_of` names where the local runtime stages each mounted path (`sandbox/confine.py`).
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox.confine import stage_name
+from sandbox.runtimes.bwrap import SYSTEM_DIRS
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config, McpServerConfig
@@ -131,11 +133,12 @@ def _file_mount(path: Path, base: Path) -> Path:
 
 
 def plan_server(
-    server: McpServerConfig, base: Path, visible: Sequence[Path], find_program: bool = True
+    server: McpServerConfig, base: Path, workspace: Path | None, find_program: bool = True
 ) -> ServerPlan:
     """The command of `server` resolved on the host and what it must see (see the module doc).
 
-    `visible`: folders the sandbox shows anyway. `find_program`: look the program up on the
+    `workspace`: shown anyway, writable (the system folders are shown read-only: a
+    `writable` path in them is still mounted). `find_program`: look the program up on the
     host's PATH (only where the server runs on this machine's files)."""
     command = list(server.command)
     plan = ServerPlan(command)
@@ -171,17 +174,18 @@ def plan_server(
                 continue
             plan.host_paths.append(str(path))
             mounts.append((path, writable))
-    plan.mounts = _needed(mounts, visible)
+    plan.mounts = _needed(mounts, workspace)
     return plan
 
 
-def _needed(mounts: list[tuple[Path, bool]], visible: Sequence[Path]) -> list[tuple[Path, bool]]:
+def _needed(mounts: list[tuple[Path, bool]], workspace: Path | None) -> list[tuple[Path, bool]]:
     """`mounts` without those the sandbox shows anyway, nor those inside another one of the
     same kind; outer ones first, so one inside another of the other kind is mounted over it."""
     kept: list[tuple[Path, bool]] = []
     ordered = sorted(dict.fromkeys(mounts), key=lambda m: (len(m[0].parts), m[1]))
     for path, writable in ordered:
-        if any(path.is_relative_to(root) for root in visible):
+        shown = [] if writable else [Path(d) for d in SYSTEM_DIRS]
+        if any(path.is_relative_to(root) for root in [*filter(None, [workspace]), *shown]):
             continue
         if any(path.is_relative_to(p) and w == writable for p, w in kept):
             continue
@@ -192,12 +196,9 @@ def _needed(mounts: list[tuple[Path, bool]], visible: Sequence[Path]) -> list[tu
 def plans_of(config: Config, workspace: Path) -> dict[str, ServerPlan]:
     """The plan of every stdio server of `config` (those with `sandbox = false` too: their
     relative paths are resolved the same way)."""
-    from sandbox.runtimes.bwrap import SYSTEM_DIRS
-
-    visible = [workspace, *(Path(d) for d in SYSTEM_DIRS)]
     find = config.sandbox.runtime == "local"  # a container has programs of its own
     return {
-        name: plan_server(server, config.mcp_base, visible, find or not server.sandbox)
+        name: plan_server(server, config.mcp_base, workspace, find or not server.sandbox)
         for name, server in config.mcp.servers.items()
         if server.command
     }
