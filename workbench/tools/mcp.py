@@ -10,7 +10,10 @@ do not fill every request.
 Every call is matched by allow, ask and deny rules as `mcp:SERVER.TOOL` and rated MEDIUM.
 A server that does not start, or stops during the session, is said once as an `ErrorEvent`
 (kind `mcp`); its tools are withdrawn and the session goes on. A tool that fails answers
-the agent with an error result.
+the agent with an error result. Where a stdio server runs (`mcp_paths.py`: its command resolved
+from the config file's folder and the host's PATH, the host paths shown to it alone) is said
+the same way before it starts: a path the sandbox hides, with the fix; a `sandbox = false`
+server, started by this process (`mcp_host.py`), runs on the host, not sandboxed.
 """
 
 from __future__ import annotations
@@ -41,16 +44,18 @@ from workbench.events import ToolCallAction, ToolResultObservation
 from workbench.security.risk import Assessment
 from workbench.tools.base import RuleSubject, ToolContext
 from workbench.tools.function import FunctionTool
-from workbench.tools.mcp_host import HOST_NOTE, HostServers
 from workbench.tools.mcp_paths import plans_of, stage_of
 
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config, McpConfig
+    from workbench.tools.mcp_host import HostServers
 
 log = logging.getLogger(__name__)
 
 RULE_KIND = "mcp"
+HOST_NOTE = "on the host, not sandboxed"
+"""How a `sandbox = false` server is named wherever it is shown."""
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64  # what OpenAI-style function names allow
 _MEDIUM = Assessment("MEDIUM", ("an MCP tool can do whatever its server can",))
@@ -432,11 +437,12 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
     on_host = {n: s for n, s in specs.items() if not config.mcp.servers[n].sandbox}
     inside = {n: s for n, s in specs.items() if n not in on_host}
     if on_host:
+        from workbench.tools.mcp_host import HostServers  # (loads the sandbox's executor)
+
         connection.host = HostServers(runtime, workspace)
-    states: list[McpServerState] = []
-    for servers, where in ((inside, runtime), (on_host, connection.host)):
-        if servers and where is not None:
-            states += await _start(connection, servers, where)
+    places = [(inside, runtime, False), (on_host, connection.host, True)]
+    started = [_start(servers, where, host) for servers, where, host in places if servers and where]
+    states = [state for part in await asyncio.gather(*started) for state in part]
     for state in states:
         if state.notice:
             connection.failures.append(state.notice)
@@ -457,7 +463,7 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
 
 
 async def _start(
-    connection: McpConnection, servers: dict[str, McpServerSpec], where: Runtime | HostServers
+    servers: dict[str, McpServerSpec], where: Runtime | HostServers, on_host: bool
 ) -> list[McpServerState]:
     """Start `servers` in the sandbox or on the host; their states (failures when the place
     refused the request as a whole)."""
@@ -465,8 +471,12 @@ async def _start(
         observation: Any = await where.execute(McpListAction(servers=servers))
     except SandboxRequestError as exc:  # a sandbox server from before MCP (remote): say so
         observation = ErrorObservation(content=f"the sandbox server refused it ({exc})")
-    except Exception as exc:  # the host's executor could not run it at all
-        observation = ErrorObservation(content=str(exc) or type(exc).__name__)
+    except Exception as exc:  # the host's executor could not run it at all (a sandbox's
+        if not on_host:  # trouble is the session's to report)
+            raise
+        from sandbox.executors.mcp import describe
+
+        observation = ErrorObservation(content=describe(exc))
     if isinstance(observation, McpListObservation):
         return list(observation.servers)
     content = getattr(observation, "content", f"unexpected answer {observation.kind!r}")

@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     from sandbox.protocol import Action, Observation
     from sandbox.runtimes.base import Runtime
 
-HOST_NOTE = "on the host, not sandboxed"
-"""How a `sandbox = false` server is named wherever it is shown."""
-
 
 class HostServers:
     """The `sandbox = false` MCP servers of one session, run by this process."""
