@@ -275,7 +275,8 @@ class McpConnection:
     tools: dict[str, McpTool] = field(default_factory=dict)
     """Every MCP tool of the session by its function name."""
     failures: list[str] = field(default_factory=list)
-    """Sentences for servers that did not start, not yet reported."""
+    """Sentences not yet reported: servers that did not start, and what was found before
+    they started (a hidden path and its fix, a server on the host)."""
     lazy: bool = False
     hub: Notices | None = None
     failed: list[str] = field(default_factory=list)
