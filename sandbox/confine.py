@@ -43,8 +43,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _prefix: list[str] = []
-_bwrap_base: list[str] = []
-"""The nested bwrap's options without the agent's own masks (MCP servers start from it)."""
 
 MCP_STAGE = "/run/sandbox-mcp"
 """Where the local runtime stages host paths for MCP servers (`mcp_prefix`); hidden from the
@@ -98,8 +96,6 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
         return f"bwrap could not start: {exc}"
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
-    global _bwrap_base
-    _bwrap_base = prefix
     # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
     mask = ["--tmpfs", MCP_STAGE] if Path(MCP_STAGE).is_dir() else []
     _prefix = [*prefix, *mask, "--"]
@@ -143,9 +139,14 @@ def mcp_prefix(binds: Sequence[tuple[str, str, bool]]) -> list[str] | None:
     """The prefix that starts one MCP server confined like the agent, plus `binds` (source as
     the server sees it, target, writable) that this server alone sees; None when the
     confinement cannot add binds (another uid on Docker, or none: then all is visible)."""
-    if not _bwrap_base:
+    if not _prefix or Path(_prefix[0]).name != "bwrap":
         return None
-    args = [*_bwrap_base, "--tmpfs", MCP_STAGE]  # no other server's files
+    # The agent's own prefix, with this server's options added before its first `--` (what
+    # follows that runs inside, as for the agent). It already hides MCP_STAGE when there is
+    # one: the binds below take their sources from outside that (bwrap binds from the old
+    # root), and no other server's files are seen.
+    split = _prefix.index("--")
+    args, tail = _prefix[:split], _prefix[split:]
     masked: list[str] = []
     for _source, target, _writable in binds:
         # The first missing folder above a target becomes a tmpfs of this server's alone, so
@@ -156,7 +157,7 @@ def mcp_prefix(binds: Sequence[tuple[str, str, bool]]) -> list[str] | None:
             args += ["--tmpfs", str(missing)]
     for source, target, writable in binds:
         args += ["--bind" if writable else "--ro-bind", source, target]
-    return [*args, "--"]
+    return [*args, *tail]
 
 
 def _first_missing(path: Path) -> Path | None:
