@@ -34,6 +34,7 @@ runs before the drop, while the process could still take root back.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -42,6 +43,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _prefix: list[str] = []
+
+MCP_STAGE = "/run/sandbox-mcp"
+"""Where the local runtime stages host paths for MCP servers (`mcp_prefix`); hidden from the
+agent's processes by an empty tmpfs."""
 
 _DROP = """\
 import os, sys
@@ -91,7 +96,9 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
         return f"bwrap could not start: {exc}"
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
-    _prefix = [*prefix, "--"]
+    # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
+    mask = ["--tmpfs", MCP_STAGE] if Path(MCP_STAGE).is_dir() else []
+    _prefix = [*prefix, *mask, "--"]
     return None
 
 
@@ -120,3 +127,46 @@ def enabled() -> bool:
 def wrap(argv: list[str]) -> list[str]:
     """`argv` as the command that starts it confined (unchanged when confinement is off)."""
     return [*_prefix, *argv]
+
+
+def stage_name(path: str, writable: bool) -> str:
+    """Where the local runtime stages host `path` for MCP servers (under `MCP_STAGE`)."""
+    digest = hashlib.sha256(f"{int(writable)}:{path}".encode()).hexdigest()[:16]
+    return f"{MCP_STAGE}/{digest}"
+
+
+def mcp_prefix(binds: Sequence[tuple[str, str, bool]]) -> list[str] | None:
+    """The prefix that starts one MCP server confined like the agent, plus `binds` (source as
+    the server sees it, target, writable) that this server alone sees; None when the
+    confinement cannot add binds (another uid on Docker, or none: then all is visible)."""
+    if not _prefix or Path(_prefix[0]).name != "bwrap":
+        return None
+    # The agent's own prefix, with this server's options added before its first `--` (what
+    # follows that runs inside, as for the agent). It already hides MCP_STAGE when there is
+    # one: the binds below take their sources from outside that (bwrap binds from the old
+    # root), and no other server's files are seen.
+    split = _prefix.index("--")
+    args, tail = _prefix[:split], _prefix[split:]
+    masked: list[str] = []
+    for _source, target, _writable in binds:
+        # The first missing folder above a target becomes a tmpfs of this server's alone, so
+        # the folders bwrap creates for it do not appear in the agent's (shared) root.
+        missing = _first_missing(Path(target))
+        if missing is not None and not any(_inside(missing, m) for m in masked):
+            masked.append(str(missing))
+            args += ["--tmpfs", str(missing)]
+    for source, target, writable in binds:
+        args += ["--bind" if writable else "--ro-bind", source, target]
+    return [*args, *tail]
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder above `path` that does not exist here (None: they all do)."""
+    for parent in reversed(path.parents):
+        if not parent.exists():
+            return parent
+    return None
+
+
+def _inside(path: Path, folder: str) -> bool:
+    return path == Path(folder) or path.is_relative_to(folder)

@@ -111,6 +111,15 @@ class RestoreAction(_Model):
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
 
 
+class McpBind(_Model):
+    """A host path shown to one MCP server alone, at `target`: the runtime staged it at
+    `source` (a path the sandbox server sees, hidden from the agent)."""
+
+    source: str
+    target: str
+    writable: bool = False
+
+
 class McpServerSpec(_Model):
     """How to reach one MCP server: a command over stdio (`command`, `env`), or a URL
     (streamable HTTP, with `headers`)."""
@@ -122,6 +131,13 @@ class McpServerSpec(_Model):
     headers: dict[str, str] = Field(default_factory=dict)
     start_timeout: Seconds = 30.0
     """How long starting it and listing its tools may take."""
+    binds: list[McpBind] = Field(default_factory=list, max_length=1000)
+    """Host paths this server alone sees (its program, scripts, `read_only`, `writable`)."""
+    host_paths: list[str] = Field(default_factory=list, max_length=1000)
+    """Paths its command names that exist on the host: those it cannot see are named in a
+    notice before it starts, with the fix."""
+    cache: bool = False
+    """Give it a writable cache folder of its own (uv, npm, XDG) outside the workspace."""
 
 
 class McpListAction(_Model):
@@ -250,6 +266,8 @@ class McpServerState(_Model):
     tools: list[McpToolInfo] = Field(default_factory=list)
     error: str = ""
     """Non-empty: the server did not start (or failed); the sentence says why."""
+    notice: str = ""
+    """Something to tell the person before it started (paths it cannot see, and the fix)."""
     seconds: float = 0.0
     """How long starting it and listing its tools took."""
 

@@ -383,6 +383,8 @@ def load_config(
     except ValidationError as exc:
         raise _explain(exc, sources) from None
     config._source_file = source_file
+    if source_file is not None and sources.get("mcp.servers", "").startswith("config file"):
+        config._mcp_base = source_file.resolve().parent  # relative MCP paths start there
     config._project_file = project.path if project is not None else None
     config._project_trust = project
     if config.security.examples:

@@ -332,12 +332,26 @@ class McpServerConfig(Section):
     """HTTP headers sent to a URL server (e.g. Authorization); masked in logs."""
     start_timeout_s: float = Field(default=30.0, gt=0, le=600, allow_inf_nan=False)
     """Seconds starting the server and listing its tools may take."""
+    read_only: list[str] = Field(default_factory=list)
+    """Host files and folders a stdio server may read besides its program and scripts (which
+    are made visible by themselves); a relative path is from the config file's folder."""
+    writable: list[str] = Field(default_factory=list)
+    """Host folders a stdio server may write (its own data); visible to it alone."""
+    sandbox: bool = True
+    """false: a trusted stdio server runs on the host as you, outside the sandbox."""
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
         if value and not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        return value
+
+    @field_validator("read_only", "writable")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        if any(not path.strip() for path in value):
+            raise ValueError("an empty path names nothing: give each file or folder's path")
         return value
 
     @model_validator(mode="after")
@@ -351,6 +365,11 @@ class McpServerConfig(Section):
             raise ValueError("env is for a stdio server (command); a URL server takes headers")
         if headers and not url:
             raise ValueError("headers are for a URL server (url); a stdio server takes env")
+        if (self.read_only or self.writable or not self.sandbox) and not command:
+            raise ValueError(
+                "read_only, writable and sandbox are for a stdio server (command); "
+                "a URL server runs elsewhere"
+            )
         return self
 
 
@@ -367,7 +386,9 @@ class McpConfig(Section):
     either a `command = ["program", "arg", ...]` and `env = {VAR = "value"}` (stdio; env
     reaches that process only), or a `url = "https://..."` and `headers = {Authorization =
     "..."}` (streamable HTTP); and `start_timeout_s` (30). Both are reached from inside the
-    sandbox; env and header values are masked in logs."""
+    sandbox; env and header values are masked in logs. A stdio server may add
+    `read_only = [...]` and `writable = [...]` (host paths only it sees) or `sandbox = false`
+    (a trusted server run on the host). Relative paths start from this file's folder."""
     lazy_above: int = Field(default=30, ge=0)
     """With more MCP tools than this, the model gets one tool, `mcp`, that lists, describes and
     calls them, instead of every tool's schema in each request."""
@@ -404,6 +425,7 @@ class Config(Section):
     mcp: McpConfig = Field(default_factory=McpConfig)
 
     _source_file: Path | None = PrivateAttr(default=None)
+    _mcp_base: Path | None = PrivateAttr(default=None)
     _project_file: Path | None = PrivateAttr(default=None)
     _project_trust: Any = PrivateAttr(default=None)
 
@@ -411,6 +433,12 @@ class Config(Section):
     def source_file(self) -> Path | None:
         """The config file this was loaded from, if one was read."""
         return self._source_file
+
+    @property
+    def mcp_base(self) -> Path:
+        """The folder relative paths of `[mcp.servers]` start from: the config file's that set
+        them, else the current one."""
+        return self._mcp_base or Path.cwd()
 
     @property
     def project_file(self) -> Path | None:

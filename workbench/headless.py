@@ -133,6 +133,9 @@ async def run_session(
         "workspace": str(workspace_of(config)),
         "log": str(session.path),
     }
+    on_host = [name for name, server in config.mcp.servers.items() if not server.sandbox]
+    if on_host:  # trusted servers the sandbox does not hold: said before anything runs
+        start["mcp_on_host"] = on_host
     if history is not None:
         start |= {"resumed_from": history.parent_id, "resumed_events": len(history.events)}
         if history.files_restored:
@@ -214,7 +217,14 @@ async def run_session(
         status, reason = "log_error", str(session.failure)
     if status == "log_error":
         printer.notice(reason)
-    return _summary(status, reason, controller, session_id, session, started, history)
+    summary = _summary(status, reason, controller, session_id, session, started, history)
+    if config.mcp.servers:  # the servers that did not start (the run may still succeed)
+        started_mcp = mcp is not None and mcp.done() and not mcp.cancelled()
+        if started_mcp and mcp is not None and mcp.exception() is None:
+            summary["mcp_failed"] = list(mcp.result().failed)
+        else:  # the session ended before they were started
+            summary["mcp_failed"] = []
+    return summary
 
 
 def _summary(

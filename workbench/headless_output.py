@@ -202,6 +202,9 @@ class HumanPrinter(Printer):
             f"workbench session {info['session_id']}  model {info['model']}  "
             f"workspace {info['workspace']}"
         )
+        if info.get("mcp_on_host"):
+            names = ", ".join(info["mcp_on_host"])
+            self.line(f"MCP servers on the host, not sandboxed (sandbox = false): {names}")
         if info.get("resumed_from"):
             self.line(
                 f"continuing session {info['resumed_from']} "
@@ -268,7 +271,9 @@ class HumanPrinter(Printer):
         s = summary
         reason = f" ({s['reason']})" if s.get("reason") else ""
         session = f"session {s['session_id']}" if s.get("session_id") else "no session"
+        failed = f", MCP servers not started: {', '.join(s.get('mcp_failed') or [])}"
         self.line(
             f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
             f"${s['cost']:.4f}, {session}, exit {s['exit_code']}"
+            + (failed if s.get("mcp_failed") else "")
         )

@@ -83,6 +83,9 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         options |= {"isolation": box.local.isolation, "network": box.local.network}
         # The project's rules decide what runs without asking: the agent must not edit them.
         options |= {"read_only": [str(PROJECT_CONFIG.parent), *home_protected(workspace)]}
+        from workbench.tools.mcp_paths import staged_mounts
+
+        options |= {"mcp_mounts": staged_mounts(config, workspace)}  # shown to them alone
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}

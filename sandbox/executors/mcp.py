@@ -3,6 +3,11 @@
 A stdio server is started through `confine.wrap`, like the shell and the kernel: with
 bubblewrap in a nested pid namespace of its own, in Docker as the agent's uid. So it runs under
 the agent's isolation and sees the agent's file system, and nothing it does reaches further.
+With bubblewrap it also sees, read-only unless listed as `writable`, the host paths its spec
+`binds` (its program, scripts, `read_only`: staged by the local runtime under
+`confine.MCP_STAGE`, which the agent's processes see empty), and gets a cache folder of its
+own there (`UV_CACHE_DIR`, `npm_config_cache`, `XDG_CACHE_HOME`). Paths its command names
+that exist on the host but not here are named in the server's `notice`, with the fix.
 Its environment is the SDK's minimal one (`PATH`, `HOME`, ...), the sandbox's extra variables
 and the server's own `env`; the values of that `env` arrive in the action's body and go into that
 process only, never into the agent's shell or kernel (see `docs/security.md`). A URL server is
@@ -23,6 +28,7 @@ import base64
 import binascii
 import contextlib
 import itertools
+import json
 import os
 import secrets
 import tempfile
@@ -59,13 +65,14 @@ _IMAGE_SUFFIX |= {"image/webp": ".webp", "image/svg+xml": ".svg"}
 _STDERR_TAIL = 4096
 _STDERR_LINES = 8
 _STOP_TIMEOUT_S = 10.0
+_CACHES = {"XDG_CACHE_HOME": ".", "UV_CACHE_DIR": "uv", "npm_config_cache": "npm"}
 SESSION_ENV = "SANDBOX_SESSION"
 """The local runtime's marker of every process of a session (`runtimes/leftovers.py`)."""
 
 RESULT_LIMIT = 100_000
 """Characters of a tool's text result kept (its middle is cut beyond that)."""
 SERVER_CWD = "/"
-"""Where stdio MCP servers start (give their commands absolute paths)."""
+"""Where stdio MCP servers start (workbench makes the config's relative paths absolute)."""
 
 
 def _available() -> str | None:
@@ -98,6 +105,26 @@ def _connection_closed(exc: BaseException) -> bool:
 
     leaf = _leaf(exc)
     return isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED
+
+
+def hidden_notice(name: str, spec: McpServerSpec) -> str:
+    """A sentence naming the paths of `spec` that exist on the host but not here, with the
+    fix ("" when it sees them all)."""
+    targets = [Path(b.target) for b in spec.binds if Path(b.source).exists()]
+    hidden = [
+        path
+        for path in spec.host_paths
+        if not os.path.exists(path) and not any(Path(path).is_relative_to(t) for t in targets)
+    ]
+    if not hidden:
+        return ""
+    listed = ", ".join(json.dumps(p) for p in hidden)
+    return (
+        f"the MCP server {name!r} names {listed}, which the sandbox does not show it (the "
+        f"path exists on the host). Fix: add it to read_only = [{listed}] (or writable) under "
+        f"[mcp.servers.{name}] (on Docker: mount it with sandbox.volumes), or set "
+        "sandbox = false there to run this trusted server on the host"
+    )
 
 
 @dataclass
@@ -205,6 +232,7 @@ class McpExecutor:
             running.close_log()
         started = time.monotonic()
         server = _Server(name, spec)
+        notice = hidden_notice(name, spec)
         ready: asyncio.Future[None] = self._loop.create_future()
         try:
             transport = self._transport(server)
@@ -216,13 +244,21 @@ class McpExecutor:
             else:
                 why = describe(exc)
             await self._stop(server)  # its process has exited: its stderr is all there
+            if confine.enabled():  # the sandbox may be why: say so, and what to do
+                why += (
+                    " (it runs in the sandbox, which shows it the system, the workspace and the "
+                    "files its command names: add what else it needs to read_only under "
+                    f"[mcp.servers.{name}], or set sandbox = false to run it on the host)"
+                )
             error = server.explain(f"the MCP server {name!r} did not start: {why}")
             server.close_log()
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            return McpServerState(name=name, error=error, seconds=time.monotonic() - started)
+            seconds = time.monotonic() - started
+            return McpServerState(name=name, error=error, notice=notice, seconds=seconds)
         self._servers[name] = server
-        return McpServerState(name=name, tools=server.tools, seconds=time.monotonic() - started)
+        seconds = time.monotonic() - started
+        return McpServerState(name=name, tools=server.tools, notice=notice, seconds=seconds)
 
     def _transport(self, server: _Server) -> Any:
         spec = server.spec
@@ -237,8 +273,9 @@ class McpExecutor:
             raise ValueError("neither a command nor a URL is given")
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
-        argv = confine.wrap(list(spec.command))
-        env = get_default_environment() | self.context.env | spec.env
+        env = get_default_environment() | self.context.env
+        argv = self._confined(server, env)
+        env |= spec.env
         # The SDK starts it in a session of its own: the runtime finds it by this marker.
         marker = os.environ.get(SESSION_ENV)
         if marker:
@@ -249,6 +286,20 @@ class McpExecutor:
         # Unlinked at once: only this process holds it; read back with pread for notices.
         server.errlog = tempfile.TemporaryFile("w+", prefix="mcp-stderr-")  # noqa: SIM115
         return stdio_client(params, errlog=server.errlog)
+
+    def _confined(self, server: _Server, env: dict[str, str]) -> list[str]:
+        """The server's command, confined like the agent's processes plus its own binds (the
+        host paths staged for it) and a cache folder of its own (set in `env`)."""
+        spec = server.spec
+        binds = [(b.source, b.target, b.writable) for b in spec.binds if Path(b.source).exists()]
+        caches = Path(confine.MCP_STAGE, "cache")
+        if spec.cache and caches.is_dir():
+            cache = caches / server.name
+            cache.mkdir(mode=0o700, exist_ok=True)
+            binds.append((str(cache), str(cache), True))
+            env |= {name: str(cache / sub) for name, sub in _CACHES.items()}
+        prefix = confine.mcp_prefix(binds)
+        return [*prefix, *spec.command] if prefix else confine.wrap(list(spec.command))
 
     async def _hold(self, server: _Server, transport: Any, ready: asyncio.Future[None]) -> None:
         from mcp import Client
@@ -323,8 +374,6 @@ class McpExecutor:
             else:
                 texts.append(f"[{getattr(block, 'type', 'unknown')} content]")
         if not texts and result.structured_content is not None:
-            import json
-
             texts.append(json.dumps(result.structured_content))
         # Cut here, as shell output is: a 50 MB answer went whole into the log and stdout.
         text = truncate_middle("\n".join(texts), RESULT_LIMIT)

@@ -64,6 +64,7 @@ class LocalRuntime(ServerRuntime):
         warm_up: bool = True,
         read_only: Sequence[str] = (),
         checkpoints: Path | None = None,
+        mcp_mounts: Sequence[tuple[str, bool]] | None = None,
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -84,6 +85,9 @@ class LocalRuntime(ServerRuntime):
         self.read_only = tuple(read_only)
         """Folders of the workspace (relative paths) that the agent can read but not change,
         with isolation on, where they exist (the app's own rules)."""
+        self.mcp_mounts = None if mcp_mounts is None else tuple(mcp_mounts)
+        """Host paths (path, writable) staged for the MCP servers, hidden from the agent
+        (None: no sandboxed stdio MCP server, nothing staged); see `sandbox/confine.py`."""
         self.session_id = secrets.token_hex(8)
         self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
         leftovers.record_owner(self._tmp, self.session_id)
@@ -246,12 +250,30 @@ class LocalRuntime(ServerRuntime):
 
         readable = [Path(sys.prefix), Path(sys.base_prefix), _PACKAGE_ROOT]
         readable.append(Path(sys.executable).resolve().parent)
-        return bwrap_command(
-            self.workspace,
-            writable=[self._tmp, self.artifacts, *filter(None, [self.checkpoints])],
-            readable=readable,
-            read_only=[self.workspace / name for name in self.read_only],
+        return (
+            bwrap_command(
+                self.workspace,
+                writable=[self._tmp, self.artifacts, *filter(None, [self.checkpoints])],
+                readable=readable,
+                read_only=[self.workspace / name for name in self.read_only],
+            )
+            + self._mcp_stage()
         )
+
+    def _mcp_stage(self) -> list[str]:
+        """bwrap options staging the MCP servers' host paths and cache under `MCP_STAGE`."""
+        if self.mcp_mounts is None:
+            return []
+        from sandbox.confine import MCP_STAGE, stage_name
+
+        cache = self._tmp / "mcp-cache"
+        cache.mkdir(mode=0o700, exist_ok=True)
+        # Not under the runtime's temp folder as the agent sees it (an empty tmpfs there).
+        args = ["--tmpfs", str(cache), "--bind", str(cache), f"{MCP_STAGE}/cache"]
+        for path, writable in self.mcp_mounts:
+            if os.path.exists(path):
+                args += ["--bind" if writable else "--ro-bind", path, stage_name(path, writable)]
+        return args
 
     def _log_tail(self, lines: int = 20) -> str:
         try:

@@ -2,7 +2,8 @@
 over streamable HTTP with `--http PORT`.
 
 Tools: `add`, `boom` (raises), `whoami` (where and as whom it runs), `picture` (a PNG), `die`
-(the process exits mid-call) and `secret_seen` (whether an environment variable reached it).
+(the process exits mid-call), `secret_seen` (whether an environment variable reached it) and
+`write_text` (writes a file: what it may write).
 """
 
 from __future__ import annotations
@@ -76,6 +77,17 @@ def die() -> str:
 def secret_seen(name: str) -> str:
     """The value of environment variable `name` here ("" when unset)."""
     return os.environ.get(name, "")
+
+
+@app.tool()
+def write_text(path: str, text: str) -> str:
+    """Write `text` to the file `path`: "ok", or the error."""
+    try:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
 
 
 if __name__ == "__main__":

@@ -18,9 +18,11 @@ import psutil
 import pytest
 from docker_support import MakeRuntime, docker_api, make_runtime, sandbox_image
 
+from sandbox import confine
 from sandbox.protocol import (
     CmdOutputObservation,
     CmdRunAction,
+    McpBind,
     McpCallAction,
     McpCallObservation,
     McpListAction,
@@ -239,3 +241,60 @@ async def test_a_server_that_never_answers_costs_only_itself(local: LocalRuntime
     assert not states["demo"].error and states["demo"].tools
     assert "did not start" in (states["hung"].error or "")
     assert (await call(local, "add", a=2, b=3)).content == "5"
+
+
+async def test_staged_host_paths_and_a_cache_are_shown_to_that_server_alone(
+    tmp_path: Path,
+) -> None:
+    """The local runtime stages host paths for MCP servers; the server's spec binds them back
+    at their host paths (read-only unless writable) and gives it a cache: the agent sees none."""
+    home = tmp_path / "home" / "me"
+    server_dir, data = home / "srv", home / "data"
+    server_dir.mkdir(parents=True)
+    data.mkdir()
+    shutil.copy(DEMO, server_dir / "demo_server.py")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    mounts = [(str(server_dir), False), (str(data), True)]
+    runtime = LocalRuntime(
+        workspace, disable=["browser", "jupyter"], warm_up=False, isolation="bwrap",
+        mcp_mounts=mounts,
+    )  # fmt: skip
+    await runtime.start()
+    try:
+        binds = [
+            McpBind(source=confine.stage_name(path, writable), target=path, writable=writable)
+            for path, writable in mounts
+        ]
+        spec = McpServerSpec(
+            command=[sys.executable, str(server_dir / "demo_server.py")],
+            binds=binds,
+            host_paths=[str(server_dir), str(home / "elsewhere")],
+            cache=True,
+        )
+        (home / "elsewhere").mkdir()
+        (state,) = (await list_servers(runtime, demo=spec)).servers
+        assert state.error == "" and "write_text" in {tool.name for tool in state.tools}
+        # Named on the host, not shown: said, with the fix; what it was shown is not named.
+        assert str(home / "elsewhere") in state.notice and "read_only" in state.notice
+        assert str(server_dir) not in state.notice
+
+        assert (
+            await call(runtime, "write_text", path=str(data / "out"), text="hi")
+        ).content == "ok"
+        assert (data / "out").read_text() == "hi"
+        refused = await call(runtime, "write_text", path=str(server_dir / "x"), text="no")
+        assert "Read-only file system" in refused.content
+        cache = (await call(runtime, "secret_seen", name="UV_CACHE_DIR")).content
+        assert cache == f"{confine.MCP_STAGE}/cache/demo/uv"
+        assert (await call(runtime, "write_text", path=f"{cache}-x", text="c")).content == "ok"
+
+        # The agent's shell sees neither the staged paths, nor the cache, nor the folders.
+        seen = await sh(
+            runtime,
+            f"ls -A {confine.MCP_STAGE} | wc -l; ls -A {runtime._tmp / 'mcp-cache'} | wc -l; "
+            f"test -e {server_dir}/demo_server.py && echo SEEN; test -e {data} && echo SEEN; true",
+        )
+        assert seen.splitlines()[:2] == ["0", "0"] and "SEEN" not in seen, seen
+    finally:
+        await runtime.close()

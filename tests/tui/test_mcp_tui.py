@@ -1,6 +1,7 @@
 """MCP tools in the TUI: a real session (scripted LLM, local runtime, the tests' MCP server over
-stdio): the notice of a server that did not start, an `ask` rule on `mcp:demo.picture`
-answered on the confirmation panel, and the tool's picture drawn in its result's cell."""
+stdio): the notice of a server that did not start and of one that runs on the host, an `ask`
+rule on `mcp:demo.picture` answered on the confirmation panel, and the tool's picture drawn in
+its result's cell."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ async def test_an_mcp_call_is_asked_about_and_its_picture_shown(tmp_path: Path) 
         servers = {
             "demo": {"command": [sys.executable, str(DEMO)]},
             "broken": {"command": ["/nonexistent/mcp-server"]},
+            "trusted": {"command": [sys.executable, str(DEMO)], "sandbox": False},
         }
         overrides = {
             "sandbox.workspace": str(tmp_path / "ws"),
@@ -81,9 +83,12 @@ async def test_an_mcp_call_is_asked_about_and_its_picture_shown(tmp_path: Path) 
             assert "picture" in shown and "a red square" in shown, shown
             notices = [c for c in cells if "'broken' did not start" in c.title + c.body]
             assert len(notices) == 1 and notices[0].role == "error"
+            # A `sandbox = false` server is said to run on the host; its tools are offered.
+            host = [c for c in cells if "on the host, not sandboxed" in c.title + c.body]
+            assert len(host) == 1 and "'trusted'" in host[0].title + host[0].body
             from workbench.tools.registry import REGISTRY
 
-            assert any(t.name.startswith("mcp__") for t in REGISTRY.tools())
+            assert any(t.name.startswith("mcp__trusted__") for t in REGISTRY.tools())
             await app.action_quit()
             # The session's tools leave the process's registry with it (they leaked into the
             # next test's tool list).

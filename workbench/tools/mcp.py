@@ -10,40 +10,52 @@ do not fill every request.
 Every call is matched by allow, ask and deny rules as `mcp:SERVER.TOOL` and rated MEDIUM.
 A server that does not start, or stops during the session, is said once as an `ErrorEvent`
 (kind `mcp`); its tools are withdrawn and the session goes on. A tool that fails answers
-the agent with an error result.
+the agent with an error result. Where a stdio server runs (`mcp_paths.py`: its command resolved
+from the config file's folder and the host's PATH, the host paths shown to it alone) is said
+the same way before it starts: a path the sandbox hides, with the fix; a `sandbox = false`
+server, started by this process (`mcp_host.py`), runs on the host, not sandboxed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sandbox.errors import SandboxRequestError
 from sandbox.protocol import (
     ErrorObservation,
+    McpBind,
     McpCallAction,
     McpCallObservation,
     McpListAction,
     McpListObservation,
     McpServerSpec,
+    McpServerState,
 )
 from workbench.display import Cell, first_line
 from workbench.events import ToolCallAction, ToolResultObservation
 from workbench.security.risk import Assessment
 from workbench.tools.base import RuleSubject, ToolContext
 from workbench.tools.function import FunctionTool
+from workbench.tools.mcp_paths import plans_of, stage_of
 
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config, McpConfig
+    from workbench.tools.mcp_host import HostServers
 
 log = logging.getLogger(__name__)
 
 RULE_KIND = "mcp"
+HOST_NOTE = "on the host, not sandboxed"
+"""How a `sandbox = false` server is named wherever it is shown."""
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64  # what OpenAI-style function names allow
 _MEDIUM = Assessment("MEDIUM", ("an MCP tool can do whatever its server can",))
@@ -263,9 +275,14 @@ class McpConnection:
     tools: dict[str, McpTool] = field(default_factory=dict)
     """Every MCP tool of the session by its function name."""
     failures: list[str] = field(default_factory=list)
-    """Sentences for servers that did not start, not yet reported."""
+    """Sentences not yet reported: servers that did not start, and what was found before
+    they started (a hidden path and its fix, a server on the host)."""
     lazy: bool = False
     hub: Notices | None = None
+    failed: list[str] = field(default_factory=list)
+    """The servers that did not start (the headless summary's `mcp_failed`)."""
+    host: HostServers | None = None
+    """The `sandbox = false` servers, run by this process."""
 
     def attach(self, hub: Notices) -> None:
         """Report the start-up failures through `hub` and withdraw tools from it later."""
@@ -284,7 +301,9 @@ class McpConnection:
             arguments=arguments,
             timeout=self.config.call_timeout_s,
         )
-        observation = await runtime.execute(action)
+        on_host = self.host is not None and not self.config.servers[target.server].sandbox
+        place: Runtime | HostServers = self.host if on_host and self.host else runtime
+        observation = await place.execute(action)
         if not isinstance(observation, McpCallObservation):
             text = getattr(observation, "content", f"unexpected answer {observation.kind!r}")
             return ToolResultObservation(tool=name, content=text, error=True)
@@ -324,6 +343,9 @@ class McpConnection:
             if isinstance(self.registry.get(name), McpTool):
                 self.registry.unregister(name)
         self.tools.clear()
+        if self.host is not None:
+            self.host.close()
+            self.host = None
         if MCP_CATALOG.connection is self:
             MCP_CATALOG.connection = None
 
@@ -331,18 +353,64 @@ class McpConnection:
 _current: McpConnection | None = None
 
 
-def specs_of(config: McpConfig) -> dict[str, McpServerSpec]:
-    """What the sandbox needs to start each configured server."""
-    return {
-        name: McpServerSpec(
-            command=list(server.command),
+def specs_of(config: Config, workspace: Path | None = None) -> dict[str, McpServerSpec]:
+    """What the sandbox (or this process, for `sandbox = false`) needs to start each server:
+    its command resolved on the host, the host paths it alone sees (`mcp_paths.py`)."""
+    workspace = workspace or Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+    plans = plans_of(config, workspace)
+    staged = config.sandbox.runtime == "local"
+    remote = config.sandbox.runtime == "remote"
+    specs: dict[str, McpServerSpec] = {}
+    for name, server in config.mcp.servers.items():
+        plan = plans.get(name)
+        binds = []
+        if plan is not None and staged and server.sandbox:
+            binds = [
+                McpBind(source=stage_of(path, writable), target=str(path), writable=writable)
+                for path, writable in plan.mounts
+            ]
+        specs[name] = McpServerSpec(
+            command=plan.command if plan else [],
             env=dict(server.env),
             url=server.url,
             headers=dict(server.headers),
             start_timeout=server.start_timeout_s,
+            binds=binds,
+            # A remote sandbox is another machine: this one's paths mean nothing there.
+            host_paths=plan.host_paths if plan and server.sandbox and not remote else [],
+            cache=bool(plan) and server.sandbox,
         )
-        for name, server in config.servers.items()
-    }
+    return specs
+
+
+def _prepare(config: Config) -> tuple[Path, list[str], dict[str, McpServerSpec]]:
+    """The workspace, what to say before starting, and the servers' specs (reads the disk)."""
+    workspace = Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+    return workspace, host_notes(config, workspace), specs_of(config, workspace)
+
+
+def host_notes(config: Config, workspace: Path) -> list[str]:
+    """What is known before any server starts: host problems, host servers, Docker's limits."""
+    notes: list[str] = []
+    for name, plan in plans_of(config, workspace).items():
+        server = config.mcp.servers[name]
+        notes += [f"the MCP server {name!r}: {note}" for note in plan.notes]
+        if not server.sandbox:
+            notes.append(f"the MCP server {name!r} runs {HOST_NOTE} (sandbox = false)")
+        elif Path(server.command[0]).name in ("docker", "podman"):
+            notes.append(
+                f"the MCP server {name!r} runs {server.command[0]}, which needs its daemon's "
+                "socket: the sandbox never shows it (it gives root on the host). Fix: set "
+                "sandbox = false to run this trusted server on the host"
+            )
+        elif config.sandbox.runtime == "docker" and (server.read_only or server.writable):
+            notes.append(
+                f"the MCP server {name!r}: read_only and writable are not applied on the Docker "
+                "runtime (its container is shared with the agent, which would see them too). "
+                "Fix: set sandbox = false to run this trusted server on the host, or mount the "
+                "folder for both with sandbox.volumes"
+            )
+    return notes
 
 
 def close_mcp() -> None:
@@ -365,18 +433,22 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
     MCP_CATALOG.connection = connection
     if not config.mcp.servers:
         return connection
-    try:
-        observation: Any = await runtime.execute(McpListAction(servers=specs_of(config.mcp)))
-    except SandboxRequestError as exc:  # a sandbox server from before MCP (remote): say so
-        observation = ErrorObservation(content=f"the sandbox server refused it ({exc})")
-    if isinstance(observation, ErrorObservation):
-        for name in config.mcp.servers:
-            why = f"the MCP server {name!r} did not start: {observation.content}"
-            connection.failures.append(f"{why}; the session goes on without it")
-        return connection
-    states = observation.servers if isinstance(observation, McpListObservation) else []
+    workspace, notes, specs = await asyncio.to_thread(_prepare, config)
+    connection.failures += notes
+    on_host = {n: s for n, s in specs.items() if not config.mcp.servers[n].sandbox}
+    inside = {n: s for n, s in specs.items() if n not in on_host}
+    if on_host:
+        from workbench.tools.mcp_host import HostServers  # (loads the sandbox's executor)
+
+        connection.host = HostServers(runtime, workspace)
+    places = [(inside, runtime, False), (on_host, connection.host, True)]
+    started = [_start(servers, where, host) for servers, where, host in places if servers and where]
+    states = [state for part in await asyncio.gather(*started) for state in part]
     for state in states:
+        if state.notice:
+            connection.failures.append(state.notice)
         if state.error:
+            connection.failed.append(state.name)
             connection.failures.append(f"{state.error}; the session goes on without it")
             continue
         for info in state.tools:
@@ -389,6 +461,30 @@ async def connect_mcp(config: Config, runtime: Runtime, registry: Registry) -> M
         for tool in connection.tools.values():
             registry.register(tool)
     return connection
+
+
+async def _start(
+    servers: dict[str, McpServerSpec], where: Runtime | HostServers, on_host: bool
+) -> list[McpServerState]:
+    """Start `servers` in the sandbox or on the host; their states (failures when the place
+    refused the request as a whole)."""
+    try:
+        observation: Any = await where.execute(McpListAction(servers=servers))
+    except SandboxRequestError as exc:  # a sandbox server from before MCP (remote): say so
+        observation = ErrorObservation(content=f"the sandbox server refused it ({exc})")
+    except Exception as exc:  # the host's executor could not run it at all (a sandbox's
+        if not on_host:  # trouble is the session's to report)
+            raise
+        from sandbox.executors.mcp import describe
+
+        observation = ErrorObservation(content=describe(exc))
+    if isinstance(observation, McpListObservation):
+        return list(observation.servers)
+    content = getattr(observation, "content", f"unexpected answer {observation.kind!r}")
+    return [
+        McpServerState(name=name, error=f"the MCP server {name!r} did not start: {content}")
+        for name in servers
+    ]
 
 
 def _taken(registry: Registry) -> set[str]:
