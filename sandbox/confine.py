@@ -30,15 +30,29 @@ three uids and gids to U and G (allowed without capabilities: each value is one 
 already holds), which clears every capability, sets no-new-privileges (a setuid `su` gains
 nothing), then `exec`s. `-I -S`: nothing from the workspace, the environment or site-packages
 runs before the drop, while the process could still take root back.
+
+**Its own uid (local, app running as root).** Without a user namespace of its own, a nested
+bwrap as root leaves the agent uid 0: with capabilities dropped it still reads every file root
+owns (`/etc/shadow`: the owner check passes), and mapping uid 0 to another uid inside a user
+namespace does not change that (the kernel's uid stays 0). So `enable(agent=AgentUser(...))`
+ends each agent process's start in `_AGENT` (`python -I -S`, as root, inside the nested bwrap's
+private mount namespace): it joins the session's cgroups (`sandbox/limits.py`), gives the places
+the agent writes (the workspace, /tmp with its HOME, /run, /dev/shm) an **idmapped mount** whose
+user namespace maps each folder's owner to the agent's uid (so what the agent creates there
+belongs to that owner on the host, and the folder's files are the agent's to change), shows it a
+passwd entry, then sets all uids and gids to the agent's (which clears every capability), sets
+no-new-privileges and `exec`s. Everything else is read with the rights of an unprivileged uid.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 _prefix: list[str] = []
@@ -58,11 +72,124 @@ os.execvp(sys.argv[4], sys.argv[4:])
 """Run by `python -I -S -c`: become uid:gid for good (PR_SET_NO_NEW_PRIVS is 38), exec argv."""
 
 
-def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
+@dataclass(frozen=True)
+class AgentUser:
+    """Who the agent is on the local runtime when the app is root: a separate unprivileged uid."""
+
+    uid: int
+    gid: int
+    name: str = "workbench"
+    idmap: list[tuple[str, int, int]] = field(default_factory=list)
+    """Folders the agent writes and their owner's uid and gid: an idmapped mount each, owner ->
+    agent (nested folders after the folders holding them)."""
+    join: list[str] = field(default_factory=list)
+    """`cgroup.procs` files to write "0" to (the session's limits)."""
+    passwd: str = ""
+    """A passwd file with the agent's entry, shown at /etc/passwd ("" leaves it)."""
+    group: str = ""
+    """A group file with the agent's group, shown at /etc/group ("" leaves it)."""
+    nproc: int = 0
+    """RLIMIT_NPROC of the agent's uid (0 leaves it): processes when no cgroup limits them."""
+
+    @classmethod
+    def parse(cls, text: str) -> AgentUser:
+        """From `to_json`'s text (the server's `--agent-uid`)."""
+        data = json.loads(text)
+        data["idmap"] = [tuple(entry) for entry in data.get("idmap", [])]
+        return cls(**data)
+
+    def to_json(self) -> str:
+        """As one JSON line (no secret in it: it travels on a command line)."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+_AGENT = """\
+import ctypes, json, os, sys, warnings  # warnings: execvp imports it, after the drop
+spec = json.loads(sys.argv[1])
+def fail(what):
+    sys.exit("sandbox: cannot start the agent's process as its own uid: " + what)
+for procs in spec["join"]:
+    try:
+        with open(procs, "w") as handle:
+            handle.write("0")
+    except OSError as exc:
+        fail(f"joining the session's cgroup {procs}: {exc}")
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def check(result, what):
+    if result < 0:
+        fail(f"{what}: {os.strerror(ctypes.get_errno())}")
+    return result
+class Attr(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("set", "clr", "propagation", "userns")]
+def userns(uid, gid):
+    ready, go = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        ok = libc.unshare(0x10000000) == 0
+        os.write(ready[1], b"1" if ok else b"0")
+        os.read(go[0], 1)
+        os._exit(0)
+    if os.read(ready[0], 1) != b"1":
+        fail("unshare(CLONE_NEWUSER) failed")
+    for name, text in (("uid_map", f"{uid} {spec['uid']} 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{gid} {spec['gid']} 1")):
+        with open(f"/proc/{pid}/{name}", "w") as handle:
+            handle.write(text)
+    fd = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    os.write(go[1], b"1")
+    os.waitpid(pid, 0)
+    return fd
+spaces, trees = {}, []
+for path, uid, gid in spec["idmap"]:
+    if (uid, gid) not in spaces:
+        spaces[uid, gid] = userns(uid, gid)
+    # open_tree(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE): every clone before any
+    # move, so a folder inside another is cloned as it was, not through the idmapped parent.
+    fd = check(libc.syscall(428, -100, path.encode(), 1 | 0o2000000 | 0x8000), f"open_tree {path}")
+    attr = Attr(0x100000, 0, 0, spaces[uid, gid])  # MOUNT_ATTR_IDMAP
+    # mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, ...)
+    check(libc.syscall(442, fd, b"", 0x1000 | 0x8000, ctypes.byref(attr), ctypes.sizeof(attr)),
+          f"idmapping {path} (does its file system support idmapped mounts?)")
+    trees.append((fd, path))
+for fd, path in trees:  # move_mount(fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH)
+    check(libc.syscall(429, fd, b"", -100, path.encode(), 4), f"move_mount {path}")
+    os.close(fd)
+for fd in spaces.values():
+    os.close(fd)
+if trees:  # the working folder still points into the mount beneath: look it up again
+    os.chdir(os.getcwd())
+for source, target in ((spec["passwd"], "/etc/passwd"), (spec["group"], "/etc/group")):
+    if source:  # MS_BIND, then MS_REMOUNT | MS_BIND | MS_RDONLY
+        check(libc.mount(source.encode(), target.encode(), None, 4096, None), f"bind {target}")
+        libc.mount(None, target.encode(), None, 32 | 4096 | 1, None)
+if spec["nproc"]:
+    import resource
+    resource.setrlimit(resource.RLIMIT_NPROC, (spec["nproc"], spec["nproc"]))
+uid, gid = spec["uid"], spec["gid"]
+os.setgroups([])
+os.setresgid(gid, gid, gid)
+os.setresuid(uid, uid, uid)
+if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+    fail("the uid did not change")
+if libc.prctl(38, 1, 0, 0, 0) != 0:
+    fail("no_new_privs")
+os.environ.update(USER=spec["name"], LOGNAME=spec["name"])
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
+"""Run by `python -I -S -c` as root in the nested bwrap: join the cgroups, idmap the writable
+folders, show the passwd entry, become the agent's uid for good, exec argv."""
+
+
+def enable(
+    network: bool = True, protect: Sequence[Path] = (), agent: AgentUser | None = None
+) -> str | None:
     """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not.
 
     `protect`: folders the server writes that the agent may only read (the checkpoint store:
-    an agent that rewrote it could make a rewind bring back what it chose)."""
+    an agent that rewrote it could make a rewind bring back what it chose). `agent`: run them as
+    that unprivileged uid (the server must be root); None: as the server's uid with no
+    capabilities."""
     global _prefix
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -73,8 +200,11 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
         "--dev-bind", "/dev", "/dev",
         "--proc", "/proc",
         "--unshare-pid",
-        "--cap-drop", "ALL",
     ]  # fmt: skip
+    if agent is None:
+        prefix += ["--cap-drop", "ALL"]
+    elif os.getuid() != 0:
+        return "running the agent as its own uid needs the server to run as root"
     # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that forked exits, and
     # the shell is started in a warm-up thread. The server kills the session itself, and if the
     # server dies the outer bwrap's pid namespace ends, taking this nested one with it.
@@ -83,15 +213,18 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
         prefix += ["--ro-bind", str(folder), str(folder)]
     if not network:
         prefix.append("--unshare-net")
+    prefix.append("--")
+    if agent is not None:  # bwrap keeps root's capabilities: _AGENT needs them, then drops all
+        prefix += [sys.executable, "-I", "-S", "-c", _AGENT, agent.to_json(), "--"]
     try:
         probe = subprocess.run(
-            [*prefix, "--", "true"], capture_output=True, timeout=10, check=False
+            [*prefix, "true"], capture_output=True, timeout=10, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start: {exc}"
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
-    _prefix = [*prefix, "--"]
+    _prefix = prefix
     return None
 
 
