@@ -58,10 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         "uid, the folders it writes idmapped to it (sandbox.confine.AgentUser as JSON)",
     )
     serve.add_argument(
-        "--memory-events",
-        metavar="BYTES:PATH",
-        help="the agent's memory limit and its cgroup's memory.events/oom_control: an OOM kill "
-        "is reported to the agent",
+        "--limit-events",
+        metavar="KIND:LIMIT:PATH,...",
+        help="the agent's limits (memory, pids) and their cgroup events files: reaching one is "
+        "reported to the agent",
     )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
@@ -197,11 +197,10 @@ def serve(args: argparse.Namespace) -> int:
         why = confine.run_agent_as(uid, gid)
         if why is not None:
             raise SystemExit(f"sandbox: cannot run the agent as {uid}:{gid}: {why}")
-    if args.memory_events:
+    if args.limit_events:
         from sandbox import limits
 
-        size, _, events = args.memory_events.partition(":")
-        limits.watch_memory(Path(events), int(size))
+        limits.watch_spec(args.limit_events)
     workspace: Path = args.workspace
     if workspace.exists() and not workspace.is_dir():
         raise SystemExit(f"sandbox: the workspace {workspace} is not a directory")

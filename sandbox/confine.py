@@ -103,81 +103,8 @@ class AgentUser:
         return json.dumps(asdict(self), separators=(",", ":"))
 
 
-_AGENT = """\
-import ctypes, json, os, sys, warnings  # warnings: execvp imports it, after the drop
-spec = json.loads(sys.argv[1])
-def fail(what):
-    sys.exit("sandbox: cannot start the agent's process as its own uid: " + what)
-for procs in spec["join"]:
-    try:
-        with open(procs, "w") as handle:
-            handle.write("0")
-    except OSError as exc:
-        fail(f"joining the session's cgroup {procs}: {exc}")
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def check(result, what):
-    if result < 0:
-        fail(f"{what}: {os.strerror(ctypes.get_errno())}")
-    return result
-class Attr(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in ("set", "clr", "propagation", "userns")]
-def userns(uid, gid):
-    ready, go = os.pipe(), os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        ok = libc.unshare(0x10000000) == 0
-        os.write(ready[1], b"1" if ok else b"0")
-        os.read(go[0], 1)
-        os._exit(0)
-    if os.read(ready[0], 1) != b"1":
-        fail("unshare(CLONE_NEWUSER) failed")
-    for name, text in (("uid_map", f"{uid} {spec['uid']} 1"), ("setgroups", "deny"),
-                       ("gid_map", f"{gid} {spec['gid']} 1")):
-        with open(f"/proc/{pid}/{name}", "w") as handle:
-            handle.write(text)
-    fd = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    os.write(go[1], b"1")
-    os.waitpid(pid, 0)
-    return fd
-spaces, trees = {}, []
-for path, uid, gid in spec["idmap"]:
-    if (uid, gid) not in spaces:
-        spaces[uid, gid] = userns(uid, gid)
-    # open_tree(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE): every clone before any
-    # move, so a folder inside another is cloned as it was, not through the idmapped parent.
-    fd = check(libc.syscall(428, -100, path.encode(), 1 | 0o2000000 | 0x8000), f"open_tree {path}")
-    attr = Attr(0x100000, 0, 0, spaces[uid, gid])  # MOUNT_ATTR_IDMAP
-    # mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, ...)
-    check(libc.syscall(442, fd, b"", 0x1000 | 0x8000, ctypes.byref(attr), ctypes.sizeof(attr)),
-          f"idmapping {path} (does its file system support idmapped mounts?)")
-    trees.append((fd, path))
-for fd, path in trees:  # move_mount(fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH)
-    check(libc.syscall(429, fd, b"", -100, path.encode(), 4), f"move_mount {path}")
-    os.close(fd)
-for fd in spaces.values():
-    os.close(fd)
-if trees:  # the working folder still points into the mount beneath: look it up again
-    os.chdir(os.getcwd())
-for source, target in ((spec["passwd"], "/etc/passwd"), (spec["group"], "/etc/group")):
-    if source:  # MS_BIND, then MS_REMOUNT | MS_BIND | MS_RDONLY
-        check(libc.mount(source.encode(), target.encode(), None, 4096, None), f"bind {target}")
-        libc.mount(None, target.encode(), None, 32 | 4096 | 1, None)
-if spec["nproc"]:
-    import resource
-    resource.setrlimit(resource.RLIMIT_NPROC, (spec["nproc"], spec["nproc"]))
-uid, gid = spec["uid"], spec["gid"]
-os.setgroups([])
-os.setresgid(gid, gid, gid)
-os.setresuid(uid, uid, uid)
-if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
-    fail("the uid did not change")
-if libc.prctl(38, 1, 0, 0, 0) != 0:
-    fail("no_new_privs")
-os.environ.update(USER=spec["name"], LOGNAME=spec["name"])
-os.execvp(sys.argv[3], sys.argv[3:])
-"""
-"""Run by `python -I -S -c` as root in the nested bwrap: join the cgroups, idmap the writable
+_AGENT = str(Path(__file__).with_name("agent_start.py"))
+"""Run by `python -I -S` as root in the nested bwrap: join the cgroups, idmap the writable
 folders, show the passwd entry, become the agent's uid for good, exec argv."""
 
 
@@ -215,7 +142,7 @@ def enable(
         prefix.append("--unshare-net")
     prefix.append("--")
     if agent is not None:  # bwrap keeps root's capabilities: _AGENT needs them, then drops all
-        prefix += [sys.executable, "-I", "-S", "-c", _AGENT, agent.to_json(), "--"]
+        prefix += [sys.executable, "-I", "-S", _AGENT, agent.to_json(), "--"]
     try:
         probe = subprocess.run(
             [*prefix, "true"], capture_output=True, timeout=10, check=False

@@ -247,12 +247,7 @@ def describe_machine() -> str:
 
 def oom_kills_in(events: Path) -> int:
     """The `oom_kill N` count of a `memory.events` (v2) or `memory.oom_control` (v1) file."""
-    try:
-        text = events.read_text()
-    except OSError:
-        return 0
-    match = re.search(r"^oom_kill (\d+)$", text, re.MULTILINE)
-    return int(match[1]) if match else 0
+    return _count_in(events, "oom_kill")
 
 
 # ---------------------------------------------------------------------- finding the hierarchies
@@ -339,29 +334,75 @@ def _alive(pid: int) -> bool:
 
 # ---------------------------------------------------------------------- inside the server
 
-_watched: tuple[Path, int] | None = None
-"""(the events file of the agent's memory group, its limit in bytes), set by the server."""
+_watched: dict[str, tuple[int, Path]] = {}
+""""memory" / "pids" -> (the limit, the agent group's events file), set by the server."""
 
 
-def watch_memory(events: Path, memory: int) -> None:
-    """Report OOM kills counted in `events` as reaching the `memory` limit (the server's
-    `--memory-events`)."""
-    global _watched
-    _watched = (events, memory)
+def watch(kind: str, limit: int, events: Path) -> None:
+    """Report the agent reaching `limit` of `kind` ("memory", "pids"), counted in `events`
+    (the server's `--limit-events`)."""
+    _watched[kind] = (limit, events)
 
 
-def oom_count() -> int:
-    """The agent's OOM kills so far (0 when no memory group is watched)."""
-    return oom_kills_in(_watched[0]) if _watched else 0
+def events_spec(group: AgentCgroup) -> str:
+    """`--limit-events` for the server: "kind:limit:path" joined by commas."""
+    found = []
+    if group.limits.memory and (memory := group.events_file()):
+        found.append(f"memory:{group.limits.memory}:{memory}")
+    if group.limits.processes:
+        folder = group.dirs.get("pids") or group.dirs["unified"]
+        found.append(f"pids:{group.limits.processes}:{folder / 'pids.events'}")
+    return ",".join(found)
 
 
-def oom_note(since: int) -> str | None:
-    """"killed: memory limit N reached" when the kernel killed an agent process for the memory
-    limit since `oom_count()` was `since`, else None."""
-    if _watched is None or oom_count() <= since:
-        return None
+def watch_spec(spec: str) -> None:
+    """Watch what `events_spec` wrote."""
+    for part in filter(None, spec.split(",")):
+        kind, limit, path = part.split(":", 2)
+        watch(kind, int(limit), Path(path))
+
+
+def counts() -> tuple[int, int]:
+    """The agent's OOM kills and refused forks so far (0 for what is not watched)."""
+    memory, pids = _watched.get("memory"), _watched.get("pids")
     return (
-        f"killed: memory limit {format_size(_watched[1])} reached (the kernel ended the "
-        "process that used the most memory; use less, or ask the person to raise "
-        "sandbox.limits.memory)."
+        _count_in(memory[1], "oom_kill") if memory else 0,
+        _count_in(pids[1], "max") if pids else 0,
+    )
+
+
+def limit_note(since: tuple[int, int]) -> str | None:
+    """What the agent should know when a limit was reached since `counts()` was `since`."""
+    now, notes = counts(), []
+    if now[0] > since[0]:
+        notes.append(
+            f"killed: memory limit {format_size(_watched['memory'][0])} reached (the kernel "
+            "ended the process using the most memory; use less, or ask the person to raise "
+            "sandbox.limits.memory)."
+        )
+    if now[1] > since[1]:
+        notes.append(
+            f"process limit reached: the sandbox allows {_watched['pids'][0]} processes and "
+            f"{now[1] - since[1]} could not start (end the ones you no longer need, e.g. "
+            "`kill -9 -1` ends all yours and the shell restarts)."
+        )
+    return " ".join(notes) or None
+
+
+def _count_in(events: Path, key: str) -> int:
+    try:
+        text = events.read_text()
+    except OSError:
+        return 0
+    match = re.search(rf"^{key} (\d+)$", text, re.MULTILINE)
+    return int(match[1]) if match else 0
+
+
+def help_text() -> str:
+    """The limits section of `workbench --help`: the defaults and how this machine applies them."""
+    return (
+        f"  per session ([sandbox.limits]): {DEFAULT_PROCESSES} processes, memory half the RAM "
+        f"up to 8 GiB (here {format_size(default_memory())}),\n"
+        f"  /tmp, /run, /dev/shm {format_size(DEFAULT_TMPFS)} each; workspace writes unlimited.\n"
+        f"  Here: {describe_machine()}.\n"
     )

@@ -57,8 +57,8 @@ class _Running:
     command: str
     started: float = field(default_factory=time.monotonic)
     files: list[Path] = field(default_factory=list)
-    oom_kills: int = field(default_factory=limits.oom_count)
-    """The agent's OOM kills when it started (`sandbox/limits.py`)."""
+    limit_counts: tuple[int, int] = field(default_factory=limits.counts)
+    """The agent's OOM kills and refused forks when it started (`sandbox/limits.py`)."""
 
 
 class BashExecutor:
@@ -238,7 +238,7 @@ class BashExecutor:
         note = _join(note, extra)
         if reason in ("finished", "exited"):
             if self._running is not None:
-                note = _join(note, limits.oom_note(self._running.oom_kills))
+                note = _join(note, limits.limit_note(self._running.limit_counts))
             self._finish()
             if reason == "exited":
                 code = session.shell_status

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
-from sandbox.limits import AgentCgroup, InForce, Limits, plan
+from sandbox.limits import AgentCgroup, InForce, Limits, events_spec, plan
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.agent_user import agent_user, default_agent_uid, runs_as_own_uid
 from sandbox.runtimes.base import ServerRuntime
@@ -270,8 +270,8 @@ class LocalRuntime(ServerRuntime):
         self.limits_in_force = plan(
             self.limits, cgroup, why, self.own_uid, "bwrap tmpfs size" if bwrap else None
         )
-        if cgroup is not None and (events := cgroup.events_file()) and self.limits.memory:
-            command += ["--memory-events", f"{self.limits.memory}:{events}"]
+        if cgroup is not None and (events := events_spec(cgroup)):
+            command += ["--limit-events", events]
         if not bwrap:
             return _joining(cgroup, command)
         command += ["--confine-agent", "net" if self.network else "nonet"]
