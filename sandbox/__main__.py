@@ -198,9 +198,9 @@ def serve(args: argparse.Namespace) -> int:
         if why is not None:
             raise SystemExit(f"sandbox: cannot run the agent as {uid}:{gid}: {why}")
     if args.limit_events:
-        from sandbox import limits
+        from sandbox.limits import watch_spec
 
-        limits.watch_spec(args.limit_events)
+        watch_spec(args.limit_events)
     workspace: Path = args.workspace
     if workspace.exists() and not workspace.is_dir():
         raise SystemExit(f"sandbox: the workspace {workspace} is not a directory")

@@ -144,9 +144,7 @@ def enable(
     if agent is not None:  # bwrap keeps root's capabilities: _AGENT needs them, then drops all
         prefix += [sys.executable, "-I", "-S", _AGENT, agent.to_json(), "--"]
     try:
-        probe = subprocess.run(
-            [*prefix, "true"], capture_output=True, timeout=10, check=False
-        )
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start: {exc}"
     if probe.returncode != 0:

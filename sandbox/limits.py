@@ -1,4 +1,4 @@
-"""Per-session resource limits: processes, memory and tmpfs sizes, and how this machine applies them.
+"""Per-session resource limits (processes, memory, tmpfs sizes) and how this machine applies them.
 
 `Limits` is the data (0 means "no limit"); `AgentCgroup.create` makes the session's control
 group where the machine lets us: a delegated cgroup v2 subtree with the `pids` and `memory`
@@ -132,7 +132,7 @@ class AgentCgroup:
 
     @property
     def how(self) -> str:
-        """"cgroup v1" or "cgroup v2"."""
+        """ "cgroup v1" or "cgroup v2"."""
         return f"cgroup v{self.version}"
 
     def join_files(self) -> list[Path]:
@@ -270,7 +270,7 @@ def _mounts() -> list[tuple[str, str, set[str]]]:
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             left, _, right = line.partition(" - ")
-            fstype, _, options = (right.split() + ["", "", ""])[:3]
+            fstype, _, options = [*right.split(), "", "", ""][:3]
             if fstype in ("cgroup", "cgroup2"):
                 point = left.split()[4].replace("\\040", " ")
                 found.append((point, fstype, set(options.split(","))))

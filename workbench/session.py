@@ -29,8 +29,8 @@ from workbench.session_log import (
 )
 
 if TYPE_CHECKING:
-    from sandbox.runtimes.base import Runtime
     from sandbox.limits import Limits
+    from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
     from workbench.resume import History

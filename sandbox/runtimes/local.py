@@ -339,7 +339,6 @@ def _joining(cgroup: AgentCgroup | None, command: list[str]) -> list[str]:
     return ["/bin/sh", "-c", f'{script} shift {len(files)}; exec "$@"', "sh", *files, *command]
 
 
-
 def _token_pipe(token: str) -> int:
     """The read end of a pipe holding `token` (the write end closed): the child reads it once."""
     read_fd, write_fd = os.pipe()
