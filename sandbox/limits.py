@@ -234,6 +234,33 @@ def plan(
     return InForce(limits, processes, memory, tmpfs)
 
 
+def docker_in_force(limits: Limits, memory: str | None) -> InForce:
+    """What holds in a Docker sandbox with `limits` and the container's `memory` limit."""
+    size = parse_size(memory) if memory else 0
+    return InForce(
+        limits,
+        f"{limits.processes} processes (Docker pids limit)"
+        if limits.processes
+        else "processes not limited (off)",
+        f"memory {format_size(size)} (Docker memory limit)" if size else "memory not limited",
+        f"/tmp, /run, /dev/shm {format_size(limits.tmpfs)} each (Docker tmpfs)"
+        if limits.tmpfs
+        else "tmpfs not limited (off)",
+    )
+
+
+def docker_options(limits: Limits) -> dict[str, object]:
+    """`containers.create` options for the processes limit and the tmpfs sizes."""
+    options: dict[str, object] = {}
+    if limits.processes:
+        options["pids_limit"] = limits.processes
+    if limits.tmpfs:
+        # exec: pip builds and test runners run programs from /tmp
+        tmpfs = f"rw,exec,nosuid,nodev,mode=1777,size={limits.tmpfs}"
+        options |= {"tmpfs": {"/tmp": tmpfs, "/run": tmpfs}, "shm_size": limits.tmpfs}
+    return options
+
+
 def describe_machine() -> str:
     """How limits would be applied on this machine (no side effects), for `--help`."""
     v2, why2 = _v2_parent(["pids", "memory"])
