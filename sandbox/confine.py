@@ -102,6 +102,18 @@ class AgentUser:
         """As one JSON line (no secret in it: it travels on a command line)."""
         return json.dumps(asdict(self), separators=(",", ":"))
 
+    def to_argv(self) -> list[str]:
+        """As `agent_start.py`'s options."""
+        argv = ["--uid", str(self.uid), "--gid", str(self.gid), "--name", self.name]
+        for path, uid, gid in self.idmap:
+            argv += ["--idmap", path, str(uid), str(gid)]
+        for procs in self.join:
+            argv += ["--join", procs]
+        for name, value in (("--passwd", self.passwd), ("--group", self.group)):
+            if value:
+                argv += [name, value]
+        return argv + (["--nproc", str(self.nproc)] if self.nproc else [])
+
 
 _AGENT = str(Path(__file__).with_name("agent_start.py"))
 """Run by `python -I -S` as root in the nested bwrap: join the cgroups, idmap the writable
@@ -142,7 +154,7 @@ def enable(
         prefix.append("--unshare-net")
     prefix.append("--")
     if agent is not None:  # bwrap keeps root's capabilities: _AGENT needs them, then drops all
-        prefix += [sys.executable, "-I", "-S", _AGENT, agent.to_json(), "--"]
+        prefix += [sys.executable, "-I", "-S", _AGENT, *agent.to_argv(), "--"]
     try:
         probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -19,7 +19,7 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -190,7 +190,6 @@ class InForce:
     processes: str = "not limited"
     memory: str = "not limited"
     tmpfs: str = "not limited"
-    notes: tuple[str, ...] = field(default=())
 
     def line(self) -> str:
         """E.g. "limits: 1024 processes (cgroup v1), memory 8 GiB (cgroup v1), tmpfs 1 GiB each"."""
@@ -207,7 +206,6 @@ def plan(
     """What holds given the cgroup made (or why not), whether the agent has its own uid (then
     `RLIMIT_NPROC` stands in for a pids cgroup) and what sizes the tmpfs (None: nothing)."""
     limits = limits.resolved()
-    processes = memory = "not limited"
     if limits.processes:
         if cgroup is not None:
             processes = f"{limits.processes} processes ({cgroup.how})"

@@ -34,9 +34,9 @@ def workspace_for_agent(workspace: Path, chosen: bool) -> tuple[Path, int]:
     """The folder to mount at /workspace and the agent's uid when chosen here (else 0).
 
     Unless the uid is `chosen` elsewhere (configured, or a kept-alive container, which must
-    find its workspace again after this mount is gone), with the app root and the workspace root's, the agent gets an unprivileged uid
-    and an idmapped mount of the workspace; where that cannot be made, the workspace as it is
-    and the entry point's choice (its owner)."""
+    find its workspace again after this mount is gone), with the app root and the workspace
+    root's, the agent gets an unprivileged uid and an idmapped mount of the workspace; where
+    that cannot be made, the workspace as it is and the entry point's choice (its owner)."""
     if chosen or os.geteuid() != 0:
         return workspace, 0
     try:
