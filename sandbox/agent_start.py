@@ -86,7 +86,12 @@ def start(args: list[str], argv: list[str]) -> None:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         fail("no_new_privs could not be set")
     os.environ.update(USER=single["name"], LOGNAME=single["name"])
-    os.execv(_which(argv[0]), argv)
+    try:
+        os.execv(_which(argv[0]), argv)
+    except OSError as exc:
+        sys.stderr.write(f"sandbox: cannot run {argv[0]}: {exc.strerror}\n")
+        sys.stderr.flush()
+        os._exit(127)
 
 
 def _which(program: str) -> str:
@@ -97,8 +102,7 @@ def _which(program: str) -> str:
         path = os.path.join(folder or ".", program)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
-    fail(f"{program}: command not found")
-    return program
+    return program  # execv then says it is not there
 
 
 if __name__ == "__main__":
