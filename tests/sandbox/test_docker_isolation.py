@@ -199,6 +199,12 @@ async def test_a_root_app_on_a_root_owned_workspace_runs_a_non_root_agent(
     assert (workspace / "new.txt").stat().st_uid == 0
     assert (workspace / "old.txt").read_text() == "old\nmore\n"
     assert "workbench-idmap-" not in mounts()  # none left on the host
+    git = (
+        "git init -q && git add -A && git -c user.name=a -c user.email=a@b commit -qm x && "
+        "git checkout -q -b b && git stash list && echo git-ok"
+    )
+    assert (await sh(runtime, git)).content.strip().endswith("git-ok")
+    assert (workspace / ".git" / "HEAD").stat().st_uid == 0
 
 
 def mounts() -> str:
