@@ -35,8 +35,8 @@ runs before the drop, while the process could still take root back.
 bwrap as root leaves the agent uid 0: with capabilities dropped it still reads every file root
 owns (`/etc/shadow`: the owner check passes), and mapping uid 0 to another uid inside a user
 namespace does not change that (the kernel's uid stays 0). So `enable(agent=AgentUser(...))`
-ends each agent process's start in `_AGENT` (`python -I -S`, as root, inside the nested bwrap's
-private mount namespace): it joins the session's cgroups (`sandbox/limits.py`), gives the places
+ends each agent process's start in `sandbox/agent_start.py` (`python -I -S`, as root, inside the
+nested bwrap's private mount namespace; ~20-30 ms a start): it joins the session's cgroups (`sandbox/limits.py`), gives the places
 the agent writes (the workspace, /tmp with its HOME, /run, /dev/shm) an **idmapped mount** whose
 user namespace maps each folder's owner to the agent's uid (so what the agent creates there
 belongs to that owner on the host, and the folder's files are the agent's to change), shows it a
