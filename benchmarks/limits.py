@@ -5,14 +5,15 @@ JSON object (milliseconds). Three local runtimes are measured in the same run, a
 machine noise hits them alike:
 
 - "profile": bubblewrap, the agent as its own uid (when run as root: idmapped mounts, the
-  `agent_start.py` step) and the default limits (session cgroup, sized tmpfs);
+  `setpriv` step) and the default limits (session cgroup, sized tmpfs);
 - "bwrap_before": bubblewrap as before these changes (agent uid 0 with no capabilities, no
   limits: `agent_uid=0`, `Limits(0, 0, 0)`);
 - "none": no isolation, no limits.
 
 Figures: cold start (runtime start to the first completed `echo`), `echo` round trip (median),
-the shell's restart (`exit`, then the next command: one agent process start), and the cost of
-the limits themselves (making and removing the session's cgroup). Each ratio is printed beside
+the shell's restart (`exit`, then the next command: one agent process start), one agent process
+start alone (nested bwrap + `true`, as its own uid vs as before), and the cost of the limits
+themselves (making and removing the session's cgroup). Each ratio is printed beside
 both of its figures.
 """
 
@@ -111,6 +112,47 @@ def cgroup_ms() -> tuple[float, float] | None:
     return statistics.median(made), statistics.median(removed)
 
 
+def agent_start_ms() -> tuple[float, float] | None:
+    """Median ms of one agent process start (`true`) through the nested bwrap: as its own uid
+    (idmapped /tmp bound in, `setpriv`) and as before (uid 0, capabilities dropped)."""
+    import os
+    import shutil
+    import subprocess
+
+    from sandbox.agent_uid import AgentUser, agent_parts
+
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or os.geteuid() != 0:
+        return None
+    base = [bwrap, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    base += ["--unshare-pid"]
+    # The idmapped clone is attached in this (the host's) mount namespace for the run only.
+    scratch = Path(tempfile.mkdtemp(prefix="bench-agent-"))
+    parts = agent_parts(AgentUser(61000, 61000, idmap=[(str(scratch), 0, 0)]))
+    if isinstance(parts, str):
+        log(f"agent start not measured: {parts}")
+        return None
+    own = [*base, *parts[0], "--", *parts[1], "true"]
+    before = [*base, "--cap-drop", "ALL", "--", "true"]
+    times: dict[str, list[float]] = {"own": [], "before": []}
+    try:
+        for _ in range(RESTARTS * 2):
+            for name, command in (("own", own), ("before", before)):
+                start = time.perf_counter()
+                subprocess.run(command, check=True)
+                times[name].append((time.perf_counter() - start) * 1000)
+    finally:
+        from sandbox import idmap
+
+        for option, place in zip(parts[0], parts[0][1:], strict=False):
+            if option == "--bind":
+                idmap.detach(place)
+                Path(place).rmdir()
+                Path(place).parent.rmdir()
+        scratch.rmdir()
+    return statistics.median(times["own"]), statistics.median(times["before"])
+
+
 def side_by_side(results: dict[str, Any], name: str, a: str, b: str) -> None:
     """Add `name_a_over_b` with both figures beside it."""
     x, y = results[f"{name}_{a}"], results[f"{name}_{b}"]
@@ -138,6 +180,11 @@ async def figures() -> dict[str, Any]:
     for name in ("cold_start_ms", "echo_ms", "shell_restart_ms"):
         side_by_side(results, name, "profile", "none")
         side_by_side(results, name, "profile", "bwrap_before")
+    starts = agent_start_ms()
+    if starts is not None:
+        results["agent_process_start_ms_own_uid"] = round(starts[0], 1)
+        results["agent_process_start_ms_before"] = round(starts[1], 1)
+        side_by_side(results, "agent_process_start_ms", "own_uid", "before")
     cgroup = cgroup_ms()
     if cgroup is not None:
         results["cgroup_create_ms"] = round(cgroup[0], 2)

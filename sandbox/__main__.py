@@ -186,7 +186,9 @@ def serve(args: argparse.Namespace) -> int:
         from sandbox import confine
 
         protect = [args.checkpoints] if args.checkpoints else []
-        agent = confine.AgentUser.parse(args.agent_uid) if args.agent_uid else None
+        from sandbox.agent_uid import AgentUser
+
+        agent = AgentUser.parse(args.agent_uid) if args.agent_uid else None
         why = confine.enable(network=args.confine_agent == "net", protect=protect, agent=agent)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")

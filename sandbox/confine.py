@@ -34,26 +34,27 @@ runs before the drop, while the process could still take root back.
 **Its own uid (local, app running as root).** Without a user namespace of its own, a nested
 bwrap as root leaves the agent uid 0: with capabilities dropped it still reads every file root
 owns (`/etc/shadow`: the owner check passes), and mapping uid 0 to another uid inside a user
-namespace does not change that (the kernel's uid stays 0). So `enable(agent=AgentUser(...))`
-ends each agent process's start in `sandbox/agent_start.py` (`python -I -S`, as root, inside the
-nested bwrap's private mount namespace; ~20-30 ms a start): it joins the session's cgroups (`sandbox/limits.py`), gives the places
-the agent writes (the workspace, /tmp with its HOME, /run, /dev/shm) an **idmapped mount** whose
-user namespace maps each folder's owner to the agent's uid (so what the agent creates there
-belongs to that owner on the host, and the folder's files are the agent's to change), shows it a
-passwd entry, then sets all uids and gids to the agent's (which clears every capability), sets
-no-new-privileges and `exec`s. Everything else is read with the rights of an unprivileged uid.
+namespace does not change that (the kernel's uid stays 0). So with `enable(agent=AgentUser(...))`
+the server makes, once, an **idmapped mount** of each place the agent writes (the workspace,
+/tmp with its HOME, /run, /dev/shm) whose user namespace maps the folder's owner to the agent's
+uid (so what the agent creates there belongs to that owner on the host, and the folder's files
+are the agent's to change), and each nested bwrap binds those over the real folders, shows a
+passwd entry, joins the session's cgroups (`sandbox/limits.py`) and ends in `setpriv`, which
+sets all uids and gids to the agent's (no capabilities left) and no-new-privileges before it
+`exec`s (`sandbox/agent_uid.py`). Everything else is read with the rights of an unprivileged
+uid.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from sandbox.agent_uid import AgentUser, agent_parts
 
 _prefix: list[str] = []
 
@@ -70,54 +71,6 @@ if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:
 os.execvp(sys.argv[4], sys.argv[4:])
 """
 """Run by `python -I -S -c`: become uid:gid for good (PR_SET_NO_NEW_PRIVS is 38), exec argv."""
-
-
-@dataclass(frozen=True)
-class AgentUser:
-    """Who the agent is on the local runtime when the app is root: a separate unprivileged uid."""
-
-    uid: int
-    gid: int
-    name: str = "workbench"
-    idmap: list[tuple[str, int, int]] = field(default_factory=list)
-    """Folders the agent writes and their owner's uid and gid: an idmapped mount each, owner ->
-    agent (nested folders after the folders holding them)."""
-    join: list[str] = field(default_factory=list)
-    """`cgroup.procs` files to write "0" to (the session's limits)."""
-    passwd: str = ""
-    """A passwd file with the agent's entry, shown at /etc/passwd ("" leaves it)."""
-    group: str = ""
-    """A group file with the agent's group, shown at /etc/group ("" leaves it)."""
-    nproc: int = 0
-    """RLIMIT_NPROC of the agent's uid (0 leaves it): processes when no cgroup limits them."""
-
-    @classmethod
-    def parse(cls, text: str) -> AgentUser:
-        """From `to_json`'s text (the server's `--agent-uid`)."""
-        data = json.loads(text)
-        data["idmap"] = [tuple(entry) for entry in data.get("idmap", [])]
-        return cls(**data)
-
-    def to_json(self) -> str:
-        """As one JSON line (no secret in it: it travels on a command line)."""
-        return json.dumps(asdict(self), separators=(",", ":"))
-
-    def to_argv(self) -> list[str]:
-        """As `agent_start.py`'s options."""
-        argv = ["--uid", str(self.uid), "--gid", str(self.gid), "--name", self.name]
-        for path, uid, gid in self.idmap:
-            argv += ["--idmap", path, str(uid), str(gid)]
-        for procs in self.join:
-            argv += ["--join", procs]
-        for name, value in (("--passwd", self.passwd), ("--group", self.group)):
-            if value:
-                argv += [name, value]
-        return argv + (["--nproc", str(self.nproc)] if self.nproc else [])
-
-
-_AGENT = str(Path(__file__).with_name("agent_start.py"))
-"""Run by `python -I -S` as root in the nested bwrap: join the cgroups, idmap the writable
-folders, show the passwd entry, become the agent's uid for good, exec argv."""
 
 
 def enable(
@@ -140,10 +93,15 @@ def enable(
         "--proc", "/proc",
         "--unshare-pid",
     ]  # fmt: skip
+    tail: list[str] = []
     if agent is None:
         prefix += ["--cap-drop", "ALL"]
-    elif os.getuid() != 0:
-        return "running the agent as its own uid needs the server to run as root"
+    else:  # bwrap keeps root's capabilities for the tail, which drops them all
+        parts = agent_parts(agent)
+        if isinstance(parts, str):
+            return parts
+        prefix += parts[0]
+        tail = parts[1]
     # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that forked exits, and
     # the shell is started in a warm-up thread. The server kills the session itself, and if the
     # server dies the outer bwrap's pid namespace ends, taking this nested one with it.
@@ -152,9 +110,7 @@ def enable(
         prefix += ["--ro-bind", str(folder), str(folder)]
     if not network:
         prefix.append("--unshare-net")
-    prefix.append("--")
-    if agent is not None:  # bwrap keeps root's capabilities: _AGENT needs them, then drops all
-        prefix += [sys.executable, "-I", "-S", _AGENT, *agent.to_argv(), "--"]
+    prefix += ["--", *tail]
     try:
         probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -7,7 +7,7 @@ mount tree, `mount_setattr(MOUNT_ATTR_IDMAP)` gives the clone the uid map of a u
 With the map "owner -> agent", a file the owner has on disk shows as the agent's, and a file
 the agent creates is written as the owner's. Needs CAP_SYS_ADMIN, and a file system that
 supports it (ext4, xfs, btrfs, tmpfs since 6.3, overlayfs ...). Standard library only: the
-agent's start (`agent_start.py`) imports it before its own uid drop.
+agent's uid set-up (`agent_uid.py`) and the Docker runtime (`runtimes/docker_idmap.py`) use it.
 """
 
 from __future__ import annotations
@@ -101,10 +101,13 @@ def attach(tree: int, target: str) -> None:
         os.close(tree)
 
 
-def idmap_folders(folders: list[tuple[str, int, int]], agent: tuple[int, int]) -> None:
-    """Over each (path, owner uid, owner gid), an idmapped mount of itself: owner -> agent.
-    Every clone is taken before any is attached, so a folder inside another is cloned as it is,
-    not through its parent's idmapped mount (which cannot be idmapped again)."""
+def idmap_clones(
+    folders: list[tuple[str, int, int]], agent: tuple[int, int]
+) -> list[tuple[int, str]]:
+    """For each (path, owner uid, owner gid), an idmapped clone of its mount tree (owner ->
+    agent) and the path, for `attach`. Every clone is taken before any is attached, so a folder
+    inside another is cloned as it is, not through an idmapped parent (which cannot be idmapped
+    again)."""
     spaces: dict[tuple[int, int], int] = {}
     trees: list[tuple[int, str]] = []
     try:
@@ -112,23 +115,16 @@ def idmap_folders(folders: list[tuple[str, int, int]], agent: tuple[int, int]) -
             if (uid, gid) not in spaces:
                 spaces[uid, gid] = userns((uid, gid), agent)
             trees.append((clone(path, spaces[uid, gid]), path))
-        while trees:
-            tree, path = trees.pop(0)
-            attach(tree, path)
-    finally:
+    except OSError:
         for tree, _ in trees:
             os.close(tree)
+        raise
+    finally:
         for fd in spaces.values():
             os.close(fd)
+    return trees
 
 
 def detach(target: str) -> None:
     """Unmount `target` lazily (`umount2(MNT_DETACH)`)."""
     _check(_libc.umount2(target.encode(), _MNT_DETACH), f"umount {target}")
-
-
-def bind_read_only(source: str, target: str) -> None:
-    """Show the file or folder `source` at `target`, read-only."""
-    _check(_libc.mount(source.encode(), target.encode(), None, 4096, None), f"bind {target}")
-    # MS_REMOUNT | MS_BIND | MS_RDONLY
-    _check(_libc.mount(None, target.encode(), None, 32 | 4096 | 1, None), f"read-only {target}")

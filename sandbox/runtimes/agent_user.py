@@ -2,7 +2,7 @@
 
 With bubblewrap and the app running as root, the agent's processes run as a separate
 unprivileged uid (`sandbox.local.agent_uid`; by default the first of 61000-61999 that has no
-passwd entry), never as root: `sandbox/confine.py` drops to it inside the nested bwrap after
+passwd entry), never as root: `sandbox/agent_uid.py` drops to it inside the nested bwrap after
 giving it idmapped mounts of the folders it must write, so what it creates there belongs to each
 folder's owner on the host. This module picks the uid and describes those folders.
 """
@@ -14,7 +14,7 @@ import pwd
 from collections.abc import Sequence
 from pathlib import Path
 
-from sandbox.confine import AgentUser
+from sandbox.agent_uid import AgentUser
 
 DEFAULT_UIDS = range(61000, 62000)
 TMPFS = ("/tmp", "/run", "/dev/shm")
