@@ -9,4 +9,6 @@
 - `client` (the HTTP client), `runtimes/` (local, docker, remote: start a server, talk to it),
   `errors` (what a runtime or the client raises), `truncate` (head-and-tail truncation, the
   one both the sandbox and the app use).
+- `limits` (a session's processes, memory and tmpfs limits: cgroups, rlimits, what holds),
+  `idmap` (idmapped mounts), `agent_uid` (the local agent as its own unprivileged uid).
 """

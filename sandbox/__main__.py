@@ -51,6 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=_uid_gid,
         help="(as root) serve with this effective uid and run shell, kernel and browser as it",
     )
+    serve.add_argument(
+        "--agent-uid",
+        metavar="JSON",
+        help="(as root, with --confine-agent) run shell, kernel and browser as this separate "
+        "uid, the folders it writes idmapped to it (sandbox.confine.AgentUser as JSON)",
+    )
+    serve.add_argument(
+        "--limit-events",
+        metavar="KIND:LIMIT:PATH,...",
+        help="the agent's limits (memory, pids) and their cgroup events files: reaching one is "
+        "reported to the agent",
+    )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
     serve.add_argument(
@@ -174,7 +186,10 @@ def serve(args: argparse.Namespace) -> int:
         from sandbox import confine
 
         protect = [args.checkpoints] if args.checkpoints else []
-        why = confine.enable(network=args.confine_agent == "net", protect=protect)
+        from sandbox.agent_uid import AgentUser
+
+        agent = AgentUser.parse(args.agent_uid) if args.agent_uid else None
+        why = confine.enable(network=args.confine_agent == "net", protect=protect, agent=agent)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     if args.agent_user:
@@ -184,6 +199,10 @@ def serve(args: argparse.Namespace) -> int:
         why = confine.run_agent_as(uid, gid)
         if why is not None:
             raise SystemExit(f"sandbox: cannot run the agent as {uid}:{gid}: {why}")
+    if args.limit_events:
+        from sandbox.limits import watch_spec
+
+        watch_spec(args.limit_events)
     workspace: Path = args.workspace
     if workspace.exists() and not workspace.is_dir():
         raise SystemExit(f"sandbox: the workspace {workspace} is not a directory")

@@ -30,6 +30,19 @@ three uids and gids to U and G (allowed without capabilities: each value is one 
 already holds), which clears every capability, sets no-new-privileges (a setuid `su` gains
 nothing), then `exec`s. `-I -S`: nothing from the workspace, the environment or site-packages
 runs before the drop, while the process could still take root back.
+
+**Its own uid (local, app running as root).** Without a user namespace of its own, a nested
+bwrap as root leaves the agent uid 0: with capabilities dropped it still reads every file root
+owns (`/etc/shadow`: the owner check passes), and mapping uid 0 to another uid inside a user
+namespace does not change that (the kernel's uid stays 0). So with `enable(agent=AgentUser(...))`
+the server makes, once, an **idmapped mount** of each place the agent writes (the workspace,
+/tmp with its HOME, /run, /dev/shm) whose user namespace maps the folder's owner to the agent's
+uid (so what the agent creates there belongs to that owner on the host, and the folder's files
+are the agent's to change), and each nested bwrap binds those over the real folders, shows a
+passwd entry, joins the session's cgroups (`sandbox/limits.py`) and ends in `setpriv`, which
+sets all uids and gids to the agent's (no capabilities left) and no-new-privileges before it
+`exec`s (`sandbox/agent_uid.py`). Everything else is read with the rights of an unprivileged
+uid.
 """
 
 from __future__ import annotations
@@ -41,6 +54,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from sandbox.agent_uid import AgentUser, agent_parts
 
 _prefix: list[str] = []
 
@@ -63,11 +78,15 @@ os.execvp(sys.argv[4], sys.argv[4:])
 """Run by `python -I -S -c`: become uid:gid for good (PR_SET_NO_NEW_PRIVS is 38), exec argv."""
 
 
-def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
+def enable(
+    network: bool = True, protect: Sequence[Path] = (), agent: AgentUser | None = None
+) -> str | None:
     """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not.
 
     `protect`: folders the server writes that the agent may only read (the checkpoint store:
-    an agent that rewrote it could make a rewind bring back what it chose)."""
+    an agent that rewrote it could make a rewind bring back what it chose). `agent`: run them as
+    that unprivileged uid (the server must be root); None: as the server's uid with no
+    capabilities."""
     global _prefix
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -78,8 +97,16 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
         "--dev-bind", "/dev", "/dev",
         "--proc", "/proc",
         "--unshare-pid",
-        "--cap-drop", "ALL",
     ]  # fmt: skip
+    tail: list[str] = []
+    if agent is None:
+        prefix += ["--cap-drop", "ALL"]
+    else:  # bwrap keeps root's capabilities for the tail, which drops them all
+        parts = agent_parts(agent)
+        if isinstance(parts, str):
+            return parts
+        prefix += parts[0]
+        tail = parts[1]
     # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that forked exits, and
     # the shell is started in a warm-up thread. The server kills the session itself, and if the
     # server dies the outer bwrap's pid namespace ends, taking this nested one with it.
@@ -88,17 +115,17 @@ def enable(network: bool = True, protect: Sequence[Path] = ()) -> str | None:
         prefix += ["--ro-bind", str(folder), str(folder)]
     if not network:
         prefix.append("--unshare-net")
+    # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
+    if Path(MCP_STAGE).is_dir():
+        prefix += ["--tmpfs", MCP_STAGE]
+    prefix += ["--", *tail]
     try:
-        probe = subprocess.run(
-            [*prefix, "--", "true"], capture_output=True, timeout=10, check=False
-        )
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start: {exc}"
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
-    # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
-    mask = ["--tmpfs", MCP_STAGE] if Path(MCP_STAGE).is_dir() else []
-    _prefix = [*prefix, *mask, "--"]
+    _prefix = prefix
     return None
 
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from sandbox import limits  # standard library only, like this module before parsing
 from workbench import exit_codes  # standard library only, like this module before parsing
 
 USAGE_EXIT = exit_codes.USAGE
@@ -54,6 +55,8 @@ environment:
   WORKBENCH_<SECTION>_<KEY>                any configuration key
   WORKBENCH_CONFIG_DIR, WORKBENCH_DATA_DIR where the config file and sessions live
 
+limits:
+{limits}
 exit codes (headless):
 {exit_codes}See docs/headless.md for the exit codes' meanings and the JSON lines schema.
 """
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="workbench",
         description="An LLM agent working in a sandbox (shell, editor, Jupyter, browser). "
         "Opens the terminal UI unless --headless is given.",
-        epilog=_EPILOG.format(exit_codes=exit_codes.help_list()),
+        epilog=_EPILOG.format(exit_codes=exit_codes.help_list(), limits=limits.help_text()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--headless", action="store_true", help="run one task without the UI")

@@ -167,6 +167,35 @@ class LocalConfig(Section):
     "auto": bwrap where it works, else none with a warning."""
     network: bool = True
     """Whether the agent's processes reach the network (off needs bwrap isolation)."""
+    agent_uid: int = Field(default=-1, ge=-1)
+    """With bwrap and workbench running as root: the unprivileged uid the agent's processes run
+    as (the folders it writes are idmapped, so its files stay the workspace owner's); -1: the
+    first of 61000-61999 without a passwd entry; 0: root with no capabilities (it can then read
+    root's files)."""
+
+
+_SIZE = r"^\d+ *([kKmMgGtT]i?[bB]?|[bB])?$"
+
+
+class LimitsConfig(Section):
+    """`[sandbox.limits]`: what one session's sandbox may use (local and Docker runtimes)."""
+
+    processes: int = Field(default=1024, ge=0)
+    """Processes the agent may have at once (a fork bomb stops there); 0: no limit."""
+    memory: str = Field(
+        default="",
+        pattern=r"^(\d+ *([kKmMgGtT]i?[bB]?|[bB])?)?$",
+        json_schema_extra={"allowed": 'a size such as "512m" or "4g", "0" for no limit, or ""'},
+    )
+    """Memory of the agent's processes (beyond it the kernel kills the biggest, and the agent is
+    told); empty: half the RAM, at most 8 GiB; "0": no limit."""
+    tmpfs: str = Field(
+        default="1g",
+        pattern=_SIZE,
+        json_schema_extra={"allowed": 'a size such as "256m" or "1g", or "0" for the default'},
+    )
+    """Size of each of /tmp, /run and /dev/shm in the sandbox (they live in RAM); "0": the
+    kernel's default, half the RAM each."""
 
 
 class SandboxConfig(Section):
@@ -190,6 +219,7 @@ class SandboxConfig(Section):
     docker: DockerConfig = Field(default_factory=DockerConfig)
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @field_validator("volumes")
     @classmethod

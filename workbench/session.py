@@ -29,6 +29,7 @@ from workbench.session_log import (
 )
 
 if TYPE_CHECKING:
+    from sandbox.limits import Limits
     from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
@@ -79,8 +80,10 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         if not on
     ]
     options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
+    options["limits"] = limits_of(config)
     if box.runtime == "local":
         options |= {"isolation": box.local.isolation, "network": box.local.network}
+        options["agent_uid"] = box.local.agent_uid
         # The project's rules decide what runs without asking: the agent must not edit them.
         options |= {"read_only": [str(PROJECT_CONFIG.parent), *home_protected(workspace)]}
         from workbench.tools.mcp_paths import staged_mounts
@@ -102,6 +105,22 @@ def home_protected(workspace: Path) -> list[str]:
     from workbench.home_guard import home_reasons, protected_names
 
     return protected_names(workspace) if home_reasons(workspace) else []
+
+
+def limits_of(config: Config) -> Limits:
+    """The session's limits from `[sandbox.limits]` (memory "": the default)."""
+    from sandbox.limits import Limits, parse_size
+
+    box = config.sandbox.limits
+    memory = parse_size(box.memory) if box.memory else -1
+    return Limits(box.processes, memory, parse_size(box.tmpfs))
+
+
+def runtime_limits(runtime: Runtime) -> str | None:
+    """Which limits hold in a started runtime, in one line (None: it does not say)."""
+    in_force = getattr(runtime, "limits_in_force", None)  # local and Docker runtimes
+    line = getattr(in_force, "line", None)
+    return line() if callable(line) else None
 
 
 def make_runtime(config: Config) -> Runtime:

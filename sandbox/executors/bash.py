@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from sandbox import limits
 from sandbox.executors.base import ExecutorContext, ExecutorUnavailable, StreamListener, register
 from sandbox.executors.bash_session import ShellSession, ShellStartError, terminate_signal_name
 from sandbox.executors.bash_split import split_commands
@@ -56,6 +57,8 @@ class _Running:
     command: str
     started: float = field(default_factory=time.monotonic)
     files: list[Path] = field(default_factory=list)
+    limit_counts: tuple[int, int] = field(default_factory=limits.counts)
+    """The agent's OOM kills and refused forks when it started (`sandbox/limits.py`)."""
 
 
 class BashExecutor:
@@ -234,6 +237,8 @@ class BashExecutor:
         content = _clean(session.take_output())
         note = _join(note, extra)
         if reason in ("finished", "exited"):
+            if self._running is not None:
+                note = _join(note, limits.limit_note(self._running.limit_counts))
             self._finish()
             if reason == "exited":
                 code = session.shell_status

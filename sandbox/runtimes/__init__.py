@@ -4,6 +4,8 @@
   `sandbox.errors`.
 - `local`: the server as a child process of this one (optionally isolated by `bwrap`).
 - `docker`: the server in a container; `remote`: a server somebody else runs, by URL + key.
+- `agent_user` (the local agent's uid and the folders it writes), `docker_idmap` (a root-owned
+  workspace for a non-root agent in Docker).
 Modules are imported by name when a runtime is created, so unused ones cost nothing.
 """
 

@@ -50,11 +50,14 @@ def bwrap_command(
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     read_only: Sequence[Path] = (),
+    tmpfs_size: int = 0,
 ) -> list[str]:
     """The `bwrap ...` prefix that runs a command with only `workspace` (and `writable`) writable.
 
     `readable` adds folders the command needs to read (the Python installation, the package);
-    `read_only` makes those of its folders inside the workspace that exist unchangeable.
+    `read_only` makes those of its folders inside the workspace that exist unchangeable;
+    `tmpfs_size` caps each of /tmp, /run and /dev/shm at that many bytes (0: half the RAM each,
+    the kernel's default).
     """
     why = bwrap_available()
     if why is not None:
@@ -69,11 +72,10 @@ def bwrap_command(
         "/proc",
         "--dev",
         "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--tmpfs",
-        "/run",
     ]
+    size = ["--size", str(tmpfs_size)] if tmpfs_size else []
+    for folder in ("/tmp", "/run", "/dev/shm"):
+        args += [*size, "--tmpfs", folder]
     for name in SYSTEM_DIRS:
         path = Path(name)
         if path.is_symlink():

@@ -26,7 +26,8 @@ from typing import Any
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
-from sandbox.runtimes import leftovers
+from sandbox.limits import Limits, docker_in_force, docker_options
+from sandbox.runtimes import docker_idmap, leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
 from sandbox.runtimes.docker_image import (
@@ -114,7 +115,7 @@ class DockerRuntime(ServerRuntime):
         volumes: str | Sequence[str] = (),
         user_id: int | None = None,
         env: Mapping[str, str] | None = None,
-        memory: str | None = "2g",
+        memory: str | None = None,
         name_prefix: str = "workbench-sandbox-",
         keep_alive: bool = False,
         base_image: str = DEFAULT_BASE_IMAGE,
@@ -123,6 +124,7 @@ class DockerRuntime(ServerRuntime):
         progress: Callable[[str], None] | None = None,
         disable: Sequence[str] = (),
         checkpoints: Path | None = None,
+        limits: Limits | None = None,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
@@ -131,7 +133,12 @@ class DockerRuntime(ServerRuntime):
         self.warning: str | None = None
         """Why the agent is less isolated than it could be (it runs as root), or None."""
         self.env = dict(env or {})
-        self.memory = memory or None
+        self.limits = (limits or Limits()).resolved()
+        """The session's limits (0: none): Docker's pids limit, memory limit and tmpfs sizes."""
+        self.memory = memory or (str(self.limits.memory) if self.limits.memory else None)
+        """The container's memory limit ("4g"; bytes as text): `memory`, else the limits'."""
+        self.limits_in_force = docker_in_force(self.limits, self.memory)
+        """Which limits hold: all three, by Docker."""
         self.name_prefix = name_prefix
         self.keep_alive = keep_alive
         self.base_image = base_image
@@ -217,6 +224,7 @@ class DockerRuntime(ServerRuntime):
             str(self.checkpoints or ""),
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
+            f"{self.limits.processes}:{self.limits.tmpfs}",
             *self.disable,
         ]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
@@ -258,7 +266,11 @@ class DockerRuntime(ServerRuntime):
                         f"The volume's host path {volume.host!r} does not exist; create it or "
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
-        mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
+        # A root-owned workspace reaches a non-root agent through an idmapped mount.
+        shown, agent_uid = docker_idmap.workspace_for_agent(
+            Path(self.workspace), self.user_id is not None or self.keep_alive
+        )
+        mounts = {str(shown): {"bind": "/workspace", "mode": "rw"}}
         if self.checkpoints is not None:
             self.checkpoints.mkdir(parents=True, exist_ok=True)
             mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
@@ -274,6 +286,8 @@ class DockerRuntime(ServerRuntime):
             "SANDBOX_USER_ID": "workspace" if self.user_id is None else str(self.user_id),
             "SANDBOX_GROUP_ID": "" if self.group_id is None else str(self.group_id),
         }
+        if agent_uid:
+            environment |= {"SANDBOX_USER_ID": str(agent_uid), "SANDBOX_GROUP_ID": str(agent_uid)}
         labels = {
             LABEL: "1",
             f"{LABEL}.config": digest,
@@ -303,6 +317,7 @@ class DockerRuntime(ServerRuntime):
                 volumes=mounts,
                 labels=labels,
                 mem_limit=self.memory,
+                **docker_options(self.limits),
                 ports={f"{SERVER_PORT}/tcp": ("127.0.0.1", None)},
             )
             try:
@@ -320,6 +335,9 @@ class DockerRuntime(ServerRuntime):
             raise SandboxError(
                 f"Docker could not start the sandbox container {name}: {exc}"
             ) from exc
+        finally:
+            if shown != Path(self.workspace):  # the container holds its own mount now
+                docker_idmap.release(shown)
 
     def _attach_lifeline(self, container: Any) -> None:
         """Hold the container's stdin open from this process until the session ends.

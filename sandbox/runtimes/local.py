@@ -10,7 +10,14 @@ was killed before it could (`leftovers.py`).
 Isolation "auto" (the default) is "bwrap" where bubblewrap works and "none", with a warning
 (`LocalRuntime.warning`), where it does not. With bwrap the server runs in a bwrap of its own
 (its pid namespace hides the app; the system read-only) and starts the agent's shell and kernel
-in a nested one (`sandbox/confine.py`) that hides the server too.
+in a nested one (`sandbox/confine.py`) that hides the server too. When this process is root,
+the agent's processes there run as a separate unprivileged uid (`agent_user.py`).
+
+Limits (`sandbox/limits.py`): the agent's processes join a cgroup of the session (processes,
+memory) where the machine allows; with the agent on its own uid only they do, and the server
+stays outside it, so a fork bomb or a memory hog never stops the server. Otherwise the whole
+server joins it (a `sh` that writes `cgroup.procs` then execs it). The tmpfs sizes are bwrap's.
+`LocalRuntime.limits_in_force` says what holds.
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
+from sandbox.limits import AgentCgroup, InForce, Limits, events_spec, plan
 from sandbox.runtimes import leftovers
+from sandbox.runtimes.agent_user import agent_user, default_agent_uid, runs_as_own_uid
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.leftovers import SESSION_ENV, kill, session_processes
 
@@ -65,6 +74,8 @@ class LocalRuntime(ServerRuntime):
         read_only: Sequence[str] = (),
         checkpoints: Path | None = None,
         mcp_mounts: Sequence[tuple[str, bool]] | None = None,
+        limits: Limits | None = None,
+        agent_uid: int = -1,
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -88,6 +99,15 @@ class LocalRuntime(ServerRuntime):
         self.mcp_mounts = None if mcp_mounts is None else tuple(mcp_mounts)
         """Host paths (path, writable) staged for the MCP servers, hidden from the agent
         (None: no sandboxed stdio MCP server, nothing staged); see `sandbox/confine.py`."""
+        self.limits = (limits or Limits()).resolved()
+        """The session's limits (0: none), applied as far as this machine allows."""
+        self.agent_uid = default_agent_uid() if agent_uid < 0 else agent_uid
+        """The agent's uid when it runs as its own (bwrap, this process root; 0: as root)."""
+        self.own_uid = runs_as_own_uid(self.isolation, self.agent_uid)
+        """Whether the agent's processes run as `agent_uid` rather than as this process's uid."""
+        self.limits_in_force: InForce | None = None
+        """Which limits hold and how (set at start)."""
+        self._cgroup: AgentCgroup | None = None
         self.session_id = secrets.token_hex(8)
         self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
         leftovers.record_owner(self._tmp, self.session_id)
@@ -118,9 +138,7 @@ class LocalRuntime(ServerRuntime):
             command += ["--disable", name]
         if not self.warm_up:
             command.append("--no-warm-up")
-        if self.isolation == "bwrap":
-            command += ["--confine-agent", "net" if self.network else "nonet"]
-            command = self._bwrap_prefix() + command
+        command = self._limited(command)
         with self.log_file.open("ab") as log:
             try:
                 # A Popen (not asyncio's) so liveness is a cheap poll() from any loop.
@@ -200,6 +218,9 @@ class LocalRuntime(ServerRuntime):
             await _wait_pids_gone(family, timeout_s=2.0)
         kill(session_processes(self.session_id))
         await _wait_gone(self.session_id, timeout_s=2.0)
+        cgroup, self._cgroup = self._cgroup, None
+        if cgroup is not None:
+            await asyncio.to_thread(cgroup.remove)
 
     def _describe_failure(self) -> str:
         return f"The server's log is {self.log_file}."
@@ -245,20 +266,51 @@ class LocalRuntime(ServerRuntime):
             )
         return env
 
-    def _bwrap_prefix(self) -> list[str]:
+    def _limited(self, command: list[str]) -> list[str]:
+        """`command` (the server's) with the session's cgroup, agent uid and bwrap applied."""
+        cgroup, why = AgentCgroup.create(self.session_id, self.limits)
+        self._cgroup = cgroup
+        bwrap = self.isolation == "bwrap"
+        self.limits_in_force = plan(
+            self.limits, cgroup, why, self.own_uid, "bwrap tmpfs size" if bwrap else None
+        )
+        if cgroup is not None and (events := events_spec(cgroup)):
+            command += ["--limit-events", events]
+        if not bwrap:
+            return _joining(cgroup, command)
+        command += ["--confine-agent", "net" if self.network else "nonet"]
+        if self.own_uid:
+            agent = agent_user(
+                self.agent_uid,
+                self.workspace,
+                [self.artifacts],
+                self._tmp,
+                join=cgroup.join_files() if cgroup else (),
+                nproc=0 if cgroup else self.limits.processes,
+            )
+            command += ["--agent-uid", agent.to_json()]
+            return self._bwrap_prefix(cgroup) + command
+        return _joining(cgroup, self._bwrap_prefix(cgroup) + command)
+
+    def _bwrap_prefix(self, cgroup: AgentCgroup | None) -> list[str]:
         from sandbox.runtimes.bwrap import bwrap_command
 
         readable = [Path(sys.prefix), Path(sys.base_prefix), _PACKAGE_ROOT]
         readable.append(Path(sys.executable).resolve().parent)
-        return (
-            bwrap_command(
-                self.workspace,
-                writable=[self._tmp, self.artifacts, *filter(None, [self.checkpoints])],
-                readable=readable,
-                read_only=[self.workspace / name for name in self.read_only],
-            )
-            + self._mcp_stage()
-        )
+        writable = [self._tmp, self.artifacts, *filter(None, [self.checkpoints])]
+        if cgroup is not None:  # at their own paths: the server reads memory.events there
+            writable += cgroup.dirs.values()
+        command = bwrap_command(
+            self.workspace,
+            writable=writable,
+            readable=readable,
+            read_only=[self.workspace / name for name in self.read_only],
+            tmpfs_size=self.limits.tmpfs,
+        ) + self._mcp_stage()
+        if self.own_uid:  # bwrap makes the folders above a bind 0700: the agent must pass
+            for folder in _skeleton([self.workspace, *writable, *readable]):
+                command += ["--chmod", "0755", str(folder)]
+        return command
 
     def _mcp_stage(self) -> list[str]:
         """bwrap options staging the MCP servers' host paths and cache under `MCP_STAGE`."""
@@ -284,6 +336,26 @@ class LocalRuntime(ServerRuntime):
 
 
 # ---------------------------------------------------------------------- processes
+
+
+def _skeleton(bound: Sequence[Path]) -> list[Path]:
+    """The folders bwrap makes above the `bound` ones (not themselves bound nor in one), outer
+    first: only the sandbox's own tmpfs skeleton, never a host folder."""
+    from sandbox.runtimes.bwrap import SYSTEM_DIRS
+
+    paths = [p.resolve() for p in bound] + [Path(d) for d in SYSTEM_DIRS]
+    above = {a for p in paths for a in p.parents if a != Path("/")}
+    inside = {a for a in above if any(a.is_relative_to(p) for p in paths)}
+    return sorted(above - inside, key=lambda p: len(p.parts))
+
+
+def _joining(cgroup: AgentCgroup | None, command: list[str]) -> list[str]:
+    """`command` started in `cgroup`: a `sh` writes "0" to each `cgroup.procs`, then execs it."""
+    if cgroup is None:
+        return command
+    files = [str(path) for path in cgroup.join_files()]
+    script = "set -e; " + " ".join(f'echo 0 > "${i}";' for i in range(1, len(files) + 1))
+    return ["/bin/sh", "-c", f'{script} shift {len(files)}; exec "$@"', "sh", *files, *command]
 
 
 def _token_pipe(token: str) -> int:

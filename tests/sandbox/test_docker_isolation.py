@@ -183,11 +183,30 @@ async def test_user_id_0_runs_the_agent_as_root_and_says_so(
     assert runtime.restarts == 1  # the server died and was replaced
 
 
-async def test_a_root_app_on_a_root_owned_workspace_runs_a_root_agent_with_a_warning(
+async def test_a_root_app_on_a_root_owned_workspace_runs_a_non_root_agent(
     make_runtime: MakeRuntime, tmp_path: Path
 ) -> None:
+    """The workspace reaches it through an idmapped mount: its files are root's on the host."""
     if os.getuid() != 0:
         pytest.skip("the default for a root app; others run the agent as themselves")
-    runtime = await make_runtime(workspace=tmp_path / "roots")
-    assert runtime.warning is not None and "root" in runtime.warning
-    assert (await sh(runtime, "id -u")).content.split() == ["0"]
+    workspace = tmp_path / "roots"
+    workspace.mkdir()
+    (workspace / "old.txt").write_text("old\n")
+    runtime = await make_runtime(workspace=workspace)
+    assert runtime.warning is None
+    obs = await sh(runtime, "id -u; echo more >> old.txt && echo new > new.txt; cat /etc/shadow")
+    assert obs.content.split()[0] not in ("0", "") and "Permission denied" in obs.content
+    assert (workspace / "new.txt").stat().st_uid == 0
+    assert (workspace / "old.txt").read_text() == "old\nmore\n"
+    assert "workbench-idmap-" not in mounts()  # none left on the host
+    git = (
+        "git init -q && git add -A && git -c user.name=a -c user.email=a@b commit -qm x && "
+        "git checkout -q -b b && git stash list && echo git-ok"
+    )
+    assert (await sh(runtime, git)).content.strip().endswith("git-ok")
+    assert (workspace / ".git" / "HEAD").stat().st_uid == 0
+
+
+def mounts() -> str:
+    """This process's mount table."""
+    return Path("/proc/self/mountinfo").read_text()

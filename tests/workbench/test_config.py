@@ -210,7 +210,8 @@ class TestErrors:
         message = str(caught.value)
         assert "unknown section 'sandbox.dokcer'" in message
         assert "Did you mean 'sandbox.docker'" in message
-        assert "sections [sandbox.docker], [sandbox.local], [sandbox.remote]" in message
+        sections = "[sandbox.docker], [sandbox.limits], [sandbox.local], [sandbox.remote]"
+        assert f"sections {sections}" in message
 
     def test_a_byte_order_mark_is_accepted(self, tmp_path: Path) -> None:
         file = tmp_path / "c.toml"

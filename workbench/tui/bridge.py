@@ -112,7 +112,7 @@ class ControllerBackend:
 
     async def _start_sandbox(self) -> None:
         from sandbox.runtimes.base import SandboxError
-        from workbench.session import make_runtime, runtime_warning, start_mcp
+        from workbench.session import make_runtime, runtime_limits, runtime_warning, start_mcp
 
         self._progress("sandbox", "starting…")
         try:
@@ -123,7 +123,7 @@ class ControllerBackend:
             self._failed["sandbox"] = f"the sandbox did not start: {exc}"
             self._progress("sandbox", "failed", self._failed["sandbox"])
         else:
-            self._progress("sandbox", "ready")
+            self._progress("sandbox", "ready", runtime_limits(runtime) or "")
             if warning := runtime_warning(runtime):
                 self._notify(warning, "warning", timeout=30)
             if self.config.mcp.servers:  # started now, beside litellm's import
