@@ -300,13 +300,16 @@ class LocalRuntime(ServerRuntime):
         writable = [self._tmp, self.artifacts, *filter(None, [self.checkpoints])]
         if cgroup is not None:  # at their own paths: the server reads memory.events there
             writable += cgroup.dirs.values()
-        command = bwrap_command(
-            self.workspace,
-            writable=writable,
-            readable=readable,
-            read_only=[self.workspace / name for name in self.read_only],
-            tmpfs_size=self.limits.tmpfs,
-        ) + self._mcp_stage()
+        command = (
+            bwrap_command(
+                self.workspace,
+                writable=writable,
+                readable=readable,
+                read_only=[self.workspace / name for name in self.read_only],
+                tmpfs_size=self.limits.tmpfs,
+            )
+            + self._mcp_stage()
+        )
         if self.own_uid:  # bwrap makes the folders above a bind 0700: the agent must pass
             for folder in _skeleton([self.workspace, *writable, *readable]):
                 command += ["--chmod", "0755", str(folder)]
