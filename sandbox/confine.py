@@ -52,12 +52,15 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from sandbox.agent_uid import AgentUser, agent_parts
 
 _prefix: list[str] = []
+_agent: AgentUser | None = None
+"""The agent's own uid on the local runtime (None: the server's, or another runtime)."""
 
 MCP_STAGE = "/run/sandbox-mcp"
 """Where the local runtime stages host paths for MCP servers (`mcp_prefix`); hidden from the
@@ -126,7 +129,24 @@ def enable(
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
     _prefix = prefix
+    global _agent
+    _agent = agent
     return None
+
+
+def writable_source(path: str) -> str:
+    """Where to bind `path` from for an agent process that must write it: itself, or, when the
+    agent runs as its own uid, an idmapped clone of it (its owner shown as the agent, as for
+    the workspace), so what is written there still belongs to the folder's owner."""
+    if _agent is None:
+        return path
+    from sandbox import idmap
+
+    owner = os.stat(path)
+    place = tempfile.mkdtemp(prefix="wb-mcp-writable-")
+    [(tree, _)] = idmap.idmap_clones([(path, owner.st_uid, owner.st_gid)], (_agent.uid, _agent.gid))
+    idmap.attach(tree, place)
+    return place
 
 
 def run_agent_as(uid: int, gid: int) -> str | None:
@@ -182,8 +202,17 @@ def mcp_prefix(binds: Sequence[tuple[str, str, bool]]) -> list[str] | None:
         if missing is not None and not any(_inside(missing, m) for m in masked):
             masked.append(str(missing))
             args += ["--tmpfs", str(missing)]
+    made: set[str] = set()
     for source, target, writable in binds:
         args += ["--bind" if writable else "--ro-bind", source, target]
+        made |= {
+            str(p)
+            for p in Path(target).parents
+            if any(_inside(p, m) for m in masked) or p.is_relative_to(MCP_STAGE)
+        }
+    # bwrap makes those folders 0700: a server running as the agent's own uid must pass.
+    for folder in sorted(made, key=len):
+        args += ["--chmod", "0755", folder]
     return [*args, *tail]
 
 

@@ -54,9 +54,9 @@ def userns(owner: tuple[int, int], agent: tuple[int, int]) -> int:
         if os.read(ready_r, 1) != b"1":
             raise OSError("unshare(CLONE_NEWUSER) failed in the helper process")
         maps = (
-            ("uid_map", f"{owner[0]} {agent[0]} 1"),
+            ("uid_map", _swap(owner[0], agent[0])),
             ("setgroups", "deny"),
-            ("gid_map", f"{owner[1]} {agent[1]} 1"),
+            ("gid_map", _swap(owner[1], agent[1])),
         )
         for name, text in maps:
             with open(f"/proc/{pid}/{name}", "w") as handle:
@@ -67,6 +67,16 @@ def userns(owner: tuple[int, int], agent: tuple[int, int]) -> int:
         os.close(go_w)
         os.close(ready_r)
         os.waitpid(pid, 0)
+
+
+def _swap(owner: int, agent: int) -> str:
+    """A map line showing `owner`'s files as `agent`'s, and the other way round: so root, in
+    the nested bwrap before it drops to the agent, can still make its mount points there (an
+    id the map lacks cannot create anything: EOVERFLOW). Nothing on disk belongs to the agent's
+    own uid but what root made that way."""
+    if owner == agent:
+        return f"{owner} {agent} 1"
+    return f"{owner} {agent} 1\n{agent} {owner} 1"
 
 
 def clone(path: str, userns_fd: int) -> int:

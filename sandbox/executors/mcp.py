@@ -291,12 +291,16 @@ class McpExecutor:
         """The server's command, confined like the agent's processes plus its own binds (the
         host paths staged for it) and a cache folder of its own (set in `env`)."""
         spec = server.spec
-        binds = [(b.source, b.target, b.writable) for b in spec.binds if Path(b.source).exists()]
+        binds = [
+            (confine.writable_source(b.source) if b.writable else b.source, b.target, b.writable)
+            for b in spec.binds
+            if Path(b.source).exists()
+        ]
         caches = Path(confine.MCP_STAGE, "cache")
         if spec.cache and caches.is_dir():
             cache = caches / server.name
             cache.mkdir(mode=0o700, exist_ok=True)
-            binds.append((str(cache), str(cache), True))
+            binds.append((confine.writable_source(str(cache)), str(cache), True))
             env |= {name: str(cache / sub) for name, sub in _CACHES.items()}
         prefix = confine.mcp_prefix(binds)
         return [*prefix, *spec.command] if prefix else confine.wrap(list(spec.command))
