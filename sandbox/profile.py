@@ -16,6 +16,7 @@ folder (see `is_protected`).
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 
 PROTECTED_GLOBS: tuple[str, ...] = (
@@ -182,3 +183,26 @@ def profile_table() -> str:
     for row in PROFILE:
         lines.append(f"| {row.what} | {row.local} | {row.docker} | {row.remote} | {row.none} |")
     return "\n".join(lines)
+
+
+_REFUSED = re.compile(
+    r"Read-only file system|Device or resource busy|could not (?:write|lock|commit) config"
+    r"|Permission denied|Operation not permitted",
+    re.IGNORECASE,
+)
+_PROTECTED_NAME = re.compile(
+    r"(?:[^\s'\"`:]*/)?(?:\.git/(?:config(?:\.worktree)?|hooks|info|modules)[^\s'\"`:]*"
+    r"|\.git(?=[\s'\"`:]|$)|\.gitmodules|\.workbench[^\s'\"`:]*)"
+)
+
+
+def refused_write_note(output: str) -> str | None:
+    """A note for the agent when a command's output shows a write refused under a protected
+    path (git says "could not write config file .git/config: Device or resource busy")."""
+    for line in output.splitlines()[-200:]:
+        if _REFUSED.search(line):
+            name = _PROTECTED_NAME.search(line)
+            if name is not None:
+                path = name.group(0)
+                return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
+    return None

@@ -12,6 +12,7 @@ this outer bwrap, which the server needs to start the nested, capability-less on
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -54,7 +55,9 @@ def bwrap_command(
     """The `bwrap ...` prefix that runs a command with only `workspace` (and `writable`) writable.
 
     `readable` adds folders the command needs to read (the Python installation, the package);
-    `read_only` makes those of its folders inside the workspace that exist unchangeable.
+    `read_only` makes those of its files and folders inside the workspace that exist
+    unchangeable (the profile's protected paths): a read-only bind of a file also refuses a
+    rename over it (EBUSY), which is how git replaces `.git/config`.
     """
     why = bwrap_available()
     if why is not None:
@@ -85,7 +88,9 @@ def bwrap_command(
     for path in _outermost([workspace, *writable]):
         args += ["--bind", str(path), str(path)]
     for path in read_only:
-        if path.is_dir() and not path.is_symlink():
+        # Not through a symlink: bwrap would bind wherever it points.
+        real = (path.is_dir() or path.is_file()) and os.path.realpath(path) == str(path)
+        if real:
             args += ["--ro-bind", str(path), str(path)]
     home = "/tmp/home"
     args += ["--dir", home, "--setenv", "HOME", home, "--chdir", str(workspace)]

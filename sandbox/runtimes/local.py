@@ -64,6 +64,7 @@ class LocalRuntime(ServerRuntime):
         warm_up: bool = True,
         read_only: Sequence[str] = (),
         checkpoints: Path | None = None,
+        home_like: bool = False,
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -84,8 +85,19 @@ class LocalRuntime(ServerRuntime):
         self.read_only = tuple(read_only)
         """Folders of the workspace (relative paths) that the agent can read but not change,
         with isolation on, where they exist (the app's own rules)."""
+        self.home_like = home_like
+        """The workspace is a home folder: its root dotfiles are protected paths too."""
         self.session_id = secrets.token_hex(8)
         self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
+        self.quarantine = self._tmp / "quarantine"
+        """Where the guard moves what the agent left under protected paths (`protect.py`)."""
+        from sandbox.protect import Guard
+
+        self.guard = Guard(self.workspace, self.quarantine, home_like=home_like)
+        """The host's own check of the protected paths, run when no agent process is left
+        (before each (re)start and at close): no background writer can race it."""
+        self.findings: list[str] = []
+        """What the host-side checks did, for the person."""
         leftovers.record_owner(self._tmp, self.session_id)
         self.sweeper = leftovers.sweep_in_background()
         """Removing what apps that died left (temp folders, containers): a daemon thread."""
@@ -102,6 +114,7 @@ class LocalRuntime(ServerRuntime):
         if not self.workspace.is_dir():
             raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
         self.artifacts.mkdir(parents=True, exist_ok=True)
+        self._host_check()
         token = secrets.token_urlsafe(32)
         token_fd = _token_pipe(token)
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
@@ -112,6 +125,9 @@ class LocalRuntime(ServerRuntime):
             command += ["--checkpoints", str(self.checkpoints)]
         for name in self.disable:
             command += ["--disable", name]
+        command += ["--quarantine", str(self.quarantine)]
+        if self.home_like:
+            command.append("--home-like")
         if not self.warm_up:
             command.append("--no-warm-up")
         if self.isolation == "bwrap":
@@ -201,9 +217,19 @@ class LocalRuntime(ServerRuntime):
         return f"The server's log is {self.log_file}."
 
     async def close(self) -> None:
-        """Stop the server and every process of the session, then remove the temporary files."""
+        """Stop the server and every process of the session, neutralise what the agent left
+        under protected paths, then remove the temporary files."""
         await super().close()
+        self._host_check()
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _host_check(self) -> None:
+        """Run the guard from this (host) process while no agent process runs."""
+        try:
+            found = self.guard.check()
+        except OSError as exc:
+            found = [f"could not check the protected paths: {exc}"]  # type: ignore[list-item]
+        self.findings += [str(f) for f in found]
 
     # ------------------------------------------------------------------ helpers
 
@@ -250,7 +276,10 @@ class LocalRuntime(ServerRuntime):
             self.workspace,
             writable=[self._tmp, self.artifacts, *filter(None, [self.checkpoints])],
             readable=readable,
-            read_only=[self.workspace / name for name in self.read_only],
+            read_only=[
+                *(self.workspace / name for name in self.read_only),
+                *self.guard.existing(),
+            ],
         )
 
     def _log_tail(self, lines: int = 20) -> str:

@@ -1,0 +1,515 @@
+"""The after-action guard: what the agent left under protected paths is made harmless.
+
+Protected paths that exist when a session starts are read-only bind mounts (local runtime with
+bubblewrap, Docker). Those that appear later (the agent runs `git init`, or `mv .git .git2 &&
+mkdir .git`, or `cp -r payload/hooks .git/`) cannot be known in advance, so after every action
+and when the session ends, `Guard.check` looks at them and:
+
+- **a git config** (`.git/config`, `config.worktree`, `.git/modules/**/config`, include
+  targets) the agent wrote keeps only the entries it had at the start plus keys known to be
+  inert (`SAFE_KEYS`: an allowlist, so a key git learns next year to run programs with is
+  dropped too); one that is not a regular file (symlink, FIFO), or that git cannot parse, is
+  moved to the quarantine;
+- **hooks** other than `*.sample` that were not there at the start, a `.git` that became a
+  file or symlink (a `gitdir:` redirect), a new `commondir`, and (home-like workspace) a new
+  dotfile at the root are moved to the quarantine, a folder outside the workspace;
+- then each such path is **locked** (`lock`, the local runtime's read-only bind into every
+  agent process; no lock elsewhere, where the next check repeats the work).
+
+It never follows a symlink the agent planted: folders are opened with `O_NOFOLLOW` and used
+through `/proc/self/fd/N`. The host side runs the same check once no agent process is left
+(`LocalRuntime`, `DockerRuntime` at close), which no background writer can race.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import itertools
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox.profile import INCLUDE_KEYS
+from sandbox.protocol import CmdOutputObservation, IPythonObservation, Observation
+
+log = logging.getLogger("sandbox.protect")
+
+SAFE_KEYS: tuple[str, ...] = (
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
+    "core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
+    "core.safecrlf", "core.quotepath", "core.compression", "core.abbrev", "core.checkstat",
+    "core.trustctime", "core.sparsecheckout", "core.sparsecheckoutcone", "core.untrackedcache",
+    "core.sharedrepository", "core.commentchar", "core.whitespace", "core.bigfilethreshold",
+    "extensions.objectformat", "extensions.worktreeconfig", "extensions.refstorage",
+    "user.name", "user.email", "author.name", "author.email", "committer.name",
+    "committer.email", "init.defaultbranch", "remote.*.url", "remote.*.pushurl",
+    "remote.*.fetch", "remote.*.push", "remote.*.mirror", "remote.*.tagopt", "remote.*.prune",
+    "branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
+    "branch.*.description", "submodule.*.url", "submodule.*.active", "submodule.*.branch",
+    "submodule.*.ignore", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote",
+    "fetch.prune", "merge.ff", "merge.conflictstyle", "rebase.autostash", "rebase.autosquash",
+    "status.showuntrackedfiles", "advice.*", "color.ui", "diff.renames", "diff.algorithm",
+    "i18n.commitencoding", "gc.auto", "receive.denycurrentbranch",
+)  # fmt: skip
+"""Config keys (`section.name`, `section.*.name`) a config the agent wrote may keep: none of
+them makes git run a program or read another file. Everything else it added is removed."""
+
+_CONFIG_MAX = 1 << 20
+_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "HOME": "/nonexistent",
+    "GIT_CEILING_DIRECTORIES": "/",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the guard did: the workspace path and what happened to it."""
+
+    path: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.what}"
+
+
+Lock = Callable[[int], None]
+"""Makes the path open as an O_PATH fd read-only for the agent (raises OSError if it cannot)."""
+
+
+@dataclass
+class _Baseline:
+    stats: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    raw: dict[str, bytes] = field(default_factory=dict)
+    """Config files as they were, parsed only when one changes (git costs ~3 ms a run)."""
+
+    def entries(self, rel: str) -> set[tuple[str, str]]:
+        data = self.raw.get(rel)
+        return set(_config_entries(data) or ()) if data else set()
+
+
+def _key_safe(key: str) -> bool:
+    section, _, rest = key.partition(".")
+    sub, _, name = rest.rpartition(".")
+    shape = f"{section.lower()}.{'*.' if sub else ''}{name.lower()}"
+    return any(fnmatch.fnmatchcase(shape, pattern) for pattern in SAFE_KEYS)
+
+
+class Guard:
+    """Checks a workspace's protected paths after each action; see the module docstring."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        quarantine: Path,
+        home_like: bool = False,
+        lock: Lock | None = None,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.quarantine = Path(quarantine)
+        self.home_like = home_like
+        self.lock = lock
+        self._locked: set[tuple[int, int]] = set()
+        self._count = itertools.count(1)
+        self._base = _Baseline()
+        self._include_list = includes = self._includes()
+        """Config files the repository's config includes at the start (those it names later
+        are removed from it)."""
+        for rel, info in self._present():
+            self._base.stats[rel] = _sig(info)
+            if rel.endswith(("config", "config.worktree")) or rel in includes:
+                self._base.raw[rel] = self._raw_at(rel) or b""
+        with contextlib.suppress(OSError):
+            self._base.stats[".git"] = _sig(os.lstat(self.workspace / ".git"))
+        with contextlib.suppress(OSError):
+            self._root_names = set(os.listdir(self.workspace))
+
+    def _raw_at(self, rel: str) -> bytes | None:
+        """The bytes of the regular file at `rel` (no symlink followed), or None."""
+        try:
+            root = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            parent, name = _split(rel)
+            fd = _open_dir(root, parent)
+            try:
+                return _read(fd, name)
+            finally:
+                os.close(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(root)
+
+    # ------------------------------------------------------------------ what is protected
+
+    def existing(self) -> list[Path]:
+        """The protected files and folders present now (real ones, not symlinks): the paths
+        a runtime binds read-only when it starts."""
+        found = []
+        for rel, info in self._present():
+            if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
+                found.append(self.workspace / rel)
+        return found
+
+    def _present(self) -> Iterator[tuple[str, os.stat_result]]:
+        names = [".git/config", ".git/config.worktree", ".git/commondir", ".git/hooks"]
+        names += [".git/info", ".gitmodules", ".workbench"]
+        names += [f"{d}/{leaf}" for d in self._module_dirs() for leaf in ("config", "hooks")]
+        names += getattr(self, "_include_list", [])
+        if self.home_like:
+            with contextlib.suppress(OSError):
+                names += [n for n in os.listdir(self.workspace) if n.startswith(".")]
+        for rel in dict.fromkeys(names):
+            with contextlib.suppress(OSError):
+                yield rel, os.lstat(self.workspace / rel)
+
+    def _module_dirs(self) -> list[str]:
+        """`.git/modules/**` folders holding a git dir (a `HEAD` or a `config`)."""
+        top = self.workspace / ".git" / "modules"
+        found: list[str] = []
+        if not top.is_dir() or top.is_symlink():
+            return found
+        for folder, dirs, files in os.walk(top):  # os.walk does not follow symlinks
+            if "config" in files or "HEAD" in files or "hooks" in dirs:
+                found.append(str(Path(folder).relative_to(self.workspace)))
+            dirs[:] = [d for d in dirs if d not in ("objects", "refs", "logs", "hooks", "info")]
+        return found
+
+    def _includes(self) -> list[str]:
+        """Config files inside the workspace that `.git/config` includes."""
+        found: list[str] = []
+        raw = self._raw_at(".git/config")
+        if not raw or b"include" not in raw.lower():
+            return found
+        for key, value in _config_entries(raw) or ():
+            if any(fnmatch.fnmatchcase(key.lower(), k) for k in INCLUDE_KEYS) and value:
+                target = Path(os.path.expanduser(value))
+                full = target if target.is_absolute() else self.workspace / ".git" / target
+                full = Path(os.path.normpath(full))
+                if full.is_relative_to(self.workspace) and full != self.workspace:
+                    found.append(str(full.relative_to(self.workspace)))
+        return found
+
+    # ------------------------------------------------------------------ the check
+
+    def check(self) -> list[Finding]:
+        """Neutralise and lock what changed under protected paths; what was done, by path."""
+        found: list[Finding] = []
+        root = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            found += self._check_git(root)
+            for name in (".gitmodules", ".workbench"):
+                found += self._lock_new(root, name)
+            if self.home_like:
+                found += self._check_home(root)
+        finally:
+            os.close(root)
+        for finding in found:
+            log.warning("protected path: %s", finding)
+        return found
+
+    def _check_git(self, root: int) -> list[Finding]:
+        try:
+            info = os.lstat(".git", dir_fd=root)
+        except OSError:
+            return []
+        if not stat.S_ISDIR(info.st_mode):
+            if self._base.stats.get(".git") == _sig(info):
+                return []  # a worktree's or submodule's gitfile the person made
+            return [self._evict(root, ".git", ".git", "a .git that is not a folder redirects git")]
+        found: list[Finding] = []
+        gitdirs = [".git", *self._module_dirs()]
+        for gitdir in gitdirs:
+            found += self._check_gitdir(root, gitdir)
+        for rel in self._include_list:
+            found += self._check_config(root, rel)
+        return found
+
+    def _check_gitdir(self, root: int, gitdir: str) -> list[Finding]:
+        try:
+            fd = _open_dir(root, gitdir)
+        except OSError:
+            return []
+        found: list[Finding] = []
+        try:
+            for leaf in ("config", "config.worktree"):
+                found += self._check_config(root, f"{gitdir}/{leaf}")
+            new_commondir = self._base.stats.get(".git/commondir") is None
+            if gitdir == ".git" and new_commondir and _exists(fd, "commondir"):
+                found.append(self._evict(fd, "commondir", ".git/commondir", "it redirects git"))
+            found += self._check_hooks(root, fd, gitdir)
+            if gitdir == ".git":
+                found += self._lock_new(root, ".git/info")
+        finally:
+            os.close(fd)
+        return found
+
+    def _check_config(self, root: int, rel: str) -> list[Finding]:
+        parent, name = _split(rel)
+        try:
+            fd = _open_dir(root, parent)
+        except OSError:
+            return []
+        try:
+            try:
+                info = os.lstat(name, dir_fd=fd)
+            except OSError:
+                return []
+            if self._base.stats.get(rel) == _sig(info):
+                return []
+            if not stat.S_ISREG(info.st_mode):
+                return [self._evict(fd, name, rel, "not a regular file")]
+            entries = _config_entries(_read(fd, name))
+            if entries is None:
+                return [self._evict(fd, name, rel, "git cannot read it")]
+            keep_old = self._base.entries(rel)
+            dropped = [k for k, v in entries if (k, v) not in keep_old and not _key_safe(k)]
+            found = []
+            if dropped:
+                kept = [(k, v) for k, v in entries if (k, v) in keep_old or _key_safe(k)]
+                _replace(fd, name, _render(kept).encode())
+                keys = ", ".join(sorted(set(dropped)))
+                found.append(Finding(rel, f"removed {keys} (git could run programs from them)"))
+            locked = self._lock(fd, name)
+            if locked:
+                found.append(Finding(rel, "read-only from now on"))
+            self._base.stats[rel] = _sig(os.lstat(name, dir_fd=fd))
+            self._base.raw[rel] = _read(fd, name)
+            return found
+        finally:
+            os.close(fd)
+
+    def _check_hooks(self, root: int, gitfd: int, gitdir: str) -> list[Finding]:
+        rel = f"{gitdir}/hooks"
+        try:
+            info = os.lstat("hooks", dir_fd=gitfd)
+        except OSError:
+            return []
+        if not stat.S_ISDIR(info.st_mode):
+            return [self._evict(gitfd, "hooks", rel, "not a folder")]
+        found: list[Finding] = []
+        fd = _open_dir(gitfd, "hooks")
+        try:
+            for entry in sorted(os.listdir(fd)):
+                entry_rel = f"{rel}/{entry}"
+                entry_info = os.lstat(entry, dir_fd=fd)
+                if entry.endswith(".sample") and stat.S_ISREG(entry_info.st_mode):
+                    continue
+                if self._base.stats.get(entry_rel) == _sig(entry_info):
+                    continue
+                found.append(self._evict(fd, entry, entry_rel, "git would run it"))
+            if self._base.stats.get(rel) != _sig(info) and self._lock(gitfd, "hooks"):
+                found.append(Finding(rel, "read-only from now on"))
+        finally:
+            os.close(fd)
+        return found
+
+    def _lock_new(self, root: int, rel: str) -> list[Finding]:
+        parent, name = _split(rel)
+        try:
+            fd = _open_dir(root, parent)
+        except OSError:
+            return []
+        try:
+            info = os.lstat(name, dir_fd=fd)
+            if self._base.stats.get(rel) == _sig(info) and rel in self._base.stats:
+                return []
+            return [Finding(rel, "read-only from now on")] if self._lock(fd, name) else []
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+
+    def _check_home(self, root: int) -> list[Finding]:
+        found = []
+        for name in sorted(os.listdir(root)):
+            own = name in self._root_names or name in (".git", ".gitmodules", ".workbench")
+            if name.startswith(".") and not own:
+                found.append(self._evict(root, name, name, "a dotfile in a home folder"))
+        return found
+
+    # ------------------------------------------------------------------ actions
+
+    def _lock(self, dir_fd: int, name: str) -> bool:
+        """Lock `name` (a real file or folder) once; True when it was locked now."""
+        if self.lock is None:
+            return False
+        try:
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return False
+        try:
+            info = os.fstat(fd)
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+                return False
+            if _key(info) in self._locked:
+                return False
+            self.lock(fd)
+            self._locked.add(_key(info))
+            return True
+        except OSError as exc:
+            log.warning("could not lock %s: %s", name, exc)
+            return False
+        finally:
+            os.close(fd)
+
+    def _evict(self, dir_fd: int, name: str, rel: str, why: str) -> Finding:
+        """Move `name` (in the folder `dir_fd`) into the quarantine, whatever it is."""
+        target = self.quarantine / f"{time.strftime('%H%M%S')}-{next(self._count)}" / rel
+        here = f"/proc/self/fd/{dir_fd}/{name}"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            info = os.lstat(name, dir_fd=dir_fd)
+            if stat.S_ISDIR(info.st_mode):
+                shutil.copytree(here, target, symlinks=True, ignore_dangling_symlinks=True)
+                shutil.rmtree(here)
+            else:
+                if stat.S_ISREG(info.st_mode):
+                    target.write_bytes(_read(dir_fd, name, limit=16 << 20))
+                elif stat.S_ISLNK(info.st_mode):
+                    target.with_name(target.name + ".symlink").write_text(
+                        os.readlink(name, dir_fd=dir_fd)
+                    )
+                os.unlink(name, dir_fd=dir_fd)
+                if not stat.S_ISREG(info.st_mode):
+                    return Finding(rel, f"{why}: removed (a {_kind(info.st_mode)})")
+        except OSError as exc:
+            return Finding(rel, f"{why}, and it could not be removed: {exc.strerror or exc}")
+        return Finding(rel, f"{why}: moved out of the workspace to {target}")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _sig(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "FIFO" if stat.S_ISFIFO(mode) else "special file"
+
+
+def _key(info: os.stat_result) -> tuple[int, int]:
+    return (info.st_dev, info.st_ino)
+
+
+def _split(rel: str) -> tuple[str, str]:
+    parent, _, name = rel.rpartition("/")
+    return parent or ".", name
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return False
+    return True
+
+
+def _open_dir(dir_fd: int, rel: str) -> int:
+    """Open the folder `rel` under `dir_fd`, refusing a symlink at every step."""
+    fd = os.dup(dir_fd)
+    for part in [p for p in rel.split("/") if p not in ("", ".")]:
+        try:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          dir_fd=fd)  # fmt: skip
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
+def _read(dir_fd: int, name: str, limit: int = _CONFIG_MAX) -> bytes:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(name, flags, dir_fd=dir_fd)
+    with open(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        return source.read(limit)
+
+
+def _replace(dir_fd: int, name: str, data: bytes) -> None:
+    temporary = f".{name}.sandbox-guard"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644,
+                 dir_fd=dir_fd)  # fmt: skip
+    with open(fd, "wb") as out:
+        out.write(data)
+    os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def _config_entries(data: bytes) -> list[tuple[str, str]] | None:
+    """The entries of a git config file's text, as git reads them (includes not followed);
+    None when git cannot parse it (or is missing)."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="sandbox-config-") as copy:
+        copy.write(data)
+        copy.flush()
+        try:
+            done = subprocess.run(
+                ["git", "config", "--file", copy.name, "--null", "--list"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+                cwd="/",
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    if done.returncode != 0:
+        return None
+    entries = []
+    for item in done.stdout.split(b"\0"):
+        if item:
+            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
+            entries.append((key, value))
+    return entries
+
+
+def _render(entries: list[tuple[str, str]]) -> str:
+    """Entries back as git config text (every value quoted)."""
+    lines: list[str] = []
+    current = None
+    for key, value in entries:
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        header = f'[{section} "{_escape(sub)}"]' if sub else f"[{section}]"
+        if header != current:
+            lines.append(header)
+            current = header
+        lines.append(f'\t{name} = "{_escape(value)}"')
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _escape(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return text.replace("\n", "\\n").replace("\t", "\\t")
+
+
+def tell(observation: Observation, found: Sequence[object]) -> Observation:
+    """`observation` with a note saying what the guard did after the action."""
+    text = (
+        "The sandbox protects the repository's config and hooks (and .workbench/): the person's "
+        "git on the host would run what they name. After this action it did: "
+        + "; ".join(str(f) for f in found)
+        + ". Change them on the host, or use `git -c key=value ...` for one command."
+    )
+    if isinstance(observation, (CmdOutputObservation, IPythonObservation)):
+        note = f"{observation.note}\n{text}" if observation.note else text
+        return observation.model_copy(update={"note": note})
+    content = getattr(observation, "content", None)
+    if isinstance(content, str):
+        return observation.model_copy(update={"content": f"{content}\n[{text}]"})
+    return observation
