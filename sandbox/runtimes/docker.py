@@ -18,6 +18,7 @@ import functools
 import hashlib
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
+from sandbox.protect import Guard
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
@@ -123,6 +125,7 @@ class DockerRuntime(ServerRuntime):
         progress: Callable[[str], None] | None = None,
         disable: Sequence[str] = (),
         checkpoints: Path | None = None,
+        home_like: bool = False,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
@@ -141,6 +144,19 @@ class DockerRuntime(ServerRuntime):
         self.checkpoints = checkpoints
         """The workspace's checkpoint store on the host, mounted at /checkpoints (None: one
         inside the container, gone with it)."""
+        self.home_like = home_like
+        """The workspace is a home folder: its root dotfiles are protected paths too."""
+        self.guard: Guard | None = None
+        """The host's check of the protected paths (`protect.py`): their list at the start
+        gives the read-only mounts; it runs again before each (re)start and at close, when no
+        agent process runs. None when this process is in a container and the engine is not
+        (the workspace path is then the host's, not ours)."""
+        self.findings: list[str] = []
+        """What the host-side checks did, for the person."""
+        local = not in_container() or _local_dockerd()  # the engine sees our paths
+        if local and Path(self.workspace).is_absolute():
+            quarantine = Path(tempfile.gettempdir()) / f"workbench-quarantine-{os.getpid()}"
+            self.guard = Guard(Path(self.workspace), quarantine, home_like=home_like)
         self.image: str | None = None
         self.container_name: str | None = None
         self._docker: Any = None
@@ -152,6 +168,7 @@ class DockerRuntime(ServerRuntime):
     async def _launch(self) -> SandboxClient:
         import docker.errors
 
+        self._host_check()
         try:
             return await self._launch_container()
         except (docker.errors.DockerException, OSError) as exc:
@@ -194,6 +211,19 @@ class DockerRuntime(ServerRuntime):
             return
         await asyncio.to_thread(_remove, container)
         _close_quietly(lifeline)
+
+    async def close(self) -> None:
+        """Remove the container, then neutralise what the agent left under protected paths."""
+        await super().close()
+        self._host_check()
+
+    def _host_check(self) -> None:
+        if self.guard is None:
+            return
+        try:
+            self.findings += [str(found) for found in self.guard.check()]
+        except OSError as exc:
+            self.findings.append(f"could not check the protected paths: {exc}")
 
     def _alive(self) -> bool:
         # Asking the engine before every action would cost more than the action; a dead
@@ -259,6 +289,10 @@ class DockerRuntime(ServerRuntime):
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
         mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
+        # The protected paths that exist (.git/config, hooks ...): read-only over the workspace.
+        for path in self.guard.existing() if self.guard is not None else ():
+            inside = path.relative_to(self.workspace).as_posix()
+            mounts[str(path)] = {"bind": f"/workspace/{inside}", "mode": "ro"}
         if self.checkpoints is not None:
             self.checkpoints.mkdir(parents=True, exist_ok=True)
             mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
@@ -289,6 +323,8 @@ class DockerRuntime(ServerRuntime):
                 command += ["--checkpoints", CHECKPOINTS]
             for executor in self.disable:
                 command += ["--disable", executor]
+            if self.home_like:
+                command.append("--home-like")
             if not self.keep_alive:
                 command.append("--watch-stdin")  # the lifeline: see _attach_lifeline
             container = self._docker.containers.create(
