@@ -94,9 +94,12 @@ async def test_a_git_attack_leaves_nothing_the_host_git_runs(
     runtime = await start(runtimes, workspace)
     for command in attacks(marks)[form]:
         await run(runtime, command)
+    # While the session still runs (the after-action check), and after it (the host's check).
+    during = host_git_probe(workspace)
+    assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(during)
     await runtime.close()
-    outputs = host_git_probe(workspace)
-    assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(outputs)
+    after = host_git_probe(workspace)
+    assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(after)
 
 
 async def test_a_background_writer_after_the_check_is_refused(
