@@ -88,7 +88,8 @@ def attacks(marks: Path) -> dict[str, list[str]]:
             "chmod +x .git/hooks/pre-commit",
         ],
         ".git as a gitfile": [
-            f"git init -q evilgit && git -C evilgit config core.fsmonitor '{payload(m('gitfile'))}'",
+            "git init -q evilgit",
+            f"git -C evilgit config core.fsmonitor '{payload(m('gitfile'))}'",
             "mv .git .git-old && echo 'gitdir: evilgit/.git' > .git",
         ],
         "FIFO as .git/config": [
