@@ -5,14 +5,13 @@ bubblewrap, Docker). Those that appear later (the agent runs `git init`, or `mv 
 mkdir .git`, or `cp -r payload/hooks .git/`) cannot be known in advance, so after every action
 and when the session ends, `Guard.check` looks at them and:
 
-- **a git config** (`.git/config`, `config.worktree`, `.git/modules/**/config`, include
-  targets) the agent wrote keeps only the entries it had at the start plus keys known to be
-  inert (`SAFE_KEYS`: an allowlist, so a key git learns next year to run programs with is
-  dropped too); one that is not a regular file (symlink, FIFO), or that git cannot parse, is
-  moved to the quarantine;
+- **a git config** (`.git/config`, `config.worktree`, `.git/modules/**/config`, the `.git` of
+  each submodule the index records, include targets) the agent wrote keeps only the entries
+  it had at the start plus inert keys (`git_config.SAFE_KEYS`, an allowlist); one that is not
+  a regular file (symlink, FIFO) or that git cannot parse goes to the quarantine;
 - **hooks** other than `*.sample` that were not there at the start, a `.git` that became a
   file or symlink (a `gitdir:` redirect), a new `commondir`, and (home-like workspace) a new
-  dotfile at the root are moved to the quarantine, a folder outside the workspace;
+  dotfile at the root go to the quarantine, a folder outside the workspace;
 - then each such path is **locked** (`lock`, the local runtime's read-only bind into every
   agent process; no lock elsewhere, where the next check repeats the work).
 
@@ -36,38 +35,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.git_config import GIT_ENV as _GIT_ENV
+from sandbox.git_config import config_entries as _config_entries
+from sandbox.git_config import key_safe as _key_safe
+from sandbox.git_config import render as _render
 from sandbox.profile import INCLUDE_KEYS
 from sandbox.protocol import CmdOutputObservation, IPythonObservation, Observation
 
 log = logging.getLogger("sandbox.protect")
 
-SAFE_KEYS: tuple[str, ...] = (
-    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
-    "core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
-    "core.safecrlf", "core.quotepath", "core.compression", "core.abbrev", "core.checkstat",
-    "core.trustctime", "core.sparsecheckout", "core.sparsecheckoutcone", "core.untrackedcache",
-    "core.sharedrepository", "core.commentchar", "core.whitespace", "core.bigfilethreshold",
-    "extensions.objectformat", "extensions.worktreeconfig", "extensions.refstorage",
-    "user.name", "user.email", "author.name", "author.email", "committer.name",
-    "committer.email", "init.defaultbranch", "remote.*.url", "remote.*.pushurl",
-    "remote.*.fetch", "remote.*.push", "remote.*.mirror", "remote.*.tagopt", "remote.*.prune",
-    "branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
-    "branch.*.description", "submodule.*.url", "submodule.*.active", "submodule.*.branch",
-    "submodule.*.ignore", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote",
-    "fetch.prune", "merge.ff", "merge.conflictstyle", "rebase.autostash", "rebase.autosquash",
-    "status.showuntrackedfiles", "advice.*", "color.ui", "diff.renames", "diff.algorithm",
-    "i18n.commitencoding", "gc.auto", "receive.denycurrentbranch",
-)  # fmt: skip
-"""Config keys (`section.name`, `section.*.name`) a config the agent wrote may keep: none of
-them makes git run a program or read another file. Everything else it added is removed."""
-
 _CONFIG_MAX = 1 << 20
-_GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "HOME": "/nonexistent",
-    "GIT_CEILING_DIRECTORIES": "/",
-}
+_MAX_LINKS = 500
 
 
 @dataclass(frozen=True)
@@ -96,13 +74,6 @@ class _Baseline:
         return set(_config_entries(data) or ()) if data else set()
 
 
-def _key_safe(key: str) -> bool:
-    section, _, rest = key.partition(".")
-    sub, _, name = rest.rpartition(".")
-    shape = f"{section.lower()}.{'*.' if sub else ''}{name.lower()}"
-    return any(fnmatch.fnmatchcase(shape, pattern) for pattern in SAFE_KEYS)
-
-
 class Guard:
     """Checks a workspace's protected paths after each action; see the module docstring."""
 
@@ -119,6 +90,7 @@ class Guard:
         self.lock = lock
         self._locked: set[tuple[int, int]] = set()
         self._count = itertools.count(1)
+        self._links: tuple[tuple[int, int, int, int], list[str]] | None = None
         self._base = _Baseline()
         self._include_list = includes = self._includes()
         """Config files the repository's config includes at the start (those it names later
@@ -127,8 +99,9 @@ class Guard:
             self._base.stats[rel] = _sig(info)
             if rel.endswith(("config", "config.worktree")) or rel in includes:
                 self._base.raw[rel] = self._raw_at(rel) or b""
-        with contextlib.suppress(OSError):
-            self._base.stats[".git"] = _sig(os.lstat(self.workspace / ".git"))
+        for rel in [".git", *(f"{p}/.git" for p in self._gitlinks())]:
+            with contextlib.suppress(OSError):
+                self._base.stats[rel] = _sig(os.lstat(self.workspace / rel))
         with contextlib.suppress(OSError):
             self._root_names = set(os.listdir(self.workspace))
 
@@ -164,7 +137,8 @@ class Guard:
     def _present(self) -> Iterator[tuple[str, os.stat_result]]:
         names = [".git/config", ".git/config.worktree", ".git/commondir", ".git/hooks"]
         names += [".git/info", ".gitmodules", ".workbench"]
-        names += [f"{d}/{leaf}" for d in self._module_dirs() for leaf in ("config", "hooks")]
+        gitdirs = [*self._module_dirs(), *self._nested_gitdirs()]
+        names += [f"{d}/{leaf}" for d in gitdirs for leaf in ("config", "hooks")]
         names += getattr(self, "_include_list", [])
         if self.home_like:
             with contextlib.suppress(OSError):
@@ -228,12 +202,72 @@ class Guard:
                 return []  # a worktree's or submodule's gitfile the person made
             return [self._evict(root, ".git", ".git", "a .git that is not a folder redirects git")]
         found: list[Finding] = []
-        gitdirs = [".git", *self._module_dirs()]
-        for gitdir in gitdirs:
+        for gitdir in [".git", *self._module_dirs()]:
             found += self._check_gitdir(root, gitdir)
+        for path in self._gitlinks():
+            found += self._check_submodule(root, path)
         for rel in self._include_list:
             found += self._check_config(root, rel)
         return found
+
+    def _gitlinks(self) -> list[str]:
+        """Paths the index records as submodules (gitlinks): the person's `git status` runs a
+        git in each, which reads that folder's `.git`. Asked of git, once per index change."""
+        index = self.workspace / ".git" / "index"
+        try:
+            sig = _sig(os.lstat(index))
+        except OSError:
+            return []
+        if self._links is not None and self._links[0] == sig:
+            return self._links[1]
+        argv = ["git", "--git-dir", str(self.workspace / ".git"), "--work-tree", "."]
+        argv += ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]
+        argv += ["ls-files", "--stage", "-z"]
+        links: list[str] = []
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, timeout=20, check=False, cwd=self.workspace,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV},
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            done = None
+        for item in done.stdout.split(b"\0") if done is not None else ():
+            meta, _, path = item.partition(b"\t")
+            if meta.startswith(b"160000 ") and path:
+                links.append(path.decode("utf-8", "surrogateescape"))
+        self._links = (sig, links[:_MAX_LINKS])
+        return self._links[1]
+
+    def _nested_gitdirs(self) -> list[str]:
+        """The `.git` folders of the index's submodules that are folders, not gitfiles."""
+        found = []
+        for path in self._gitlinks():
+            gitdir = self.workspace / path / ".git"
+            if gitdir.is_dir() and os.path.realpath(gitdir) == str(gitdir):
+                found.append(f"{path}/.git")
+        return found
+
+    def _check_submodule(self, root: int, path: str) -> list[Finding]:
+        """A submodule's `.git`: a folder is checked like the top one; a gitfile or symlink
+        the agent made is removed (it would send git to a config of the agent's choosing)."""
+        rel = f"{path}/.git"
+        try:
+            fd = _open_dir(root, path)
+        except OSError:
+            return []
+        try:
+            info = os.lstat(".git", dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return []
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                return self._check_gitdir(root, rel)
+            if self._base.stats.get(rel) == _sig(info):
+                return []
+            return [self._evict(fd, ".git", rel, "a submodule's .git that redirects git")]
+        finally:
+            os.close(fd)
 
     def _check_gitdir(self, root: int, gitdir: str) -> list[Finding]:
         try:
@@ -447,55 +481,6 @@ def _replace(dir_fd: int, name: str, data: bytes) -> None:
     with open(fd, "wb") as out:
         out.write(data)
     os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-
-
-def _config_entries(data: bytes) -> list[tuple[str, str]] | None:
-    """The entries of a git config file's text, as git reads them (includes not followed);
-    None when git cannot parse it (or is missing)."""
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(prefix="sandbox-config-") as copy:
-        copy.write(data)
-        copy.flush()
-        try:
-            done = subprocess.run(
-                ["git", "config", "--file", copy.name, "--null", "--list"],
-                capture_output=True,
-                timeout=10,
-                check=False,
-                cwd="/",
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV},
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    if done.returncode != 0:
-        return None
-    entries = []
-    for item in done.stdout.split(b"\0"):
-        if item:
-            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
-            entries.append((key, value))
-    return entries
-
-
-def _render(entries: list[tuple[str, str]]) -> str:
-    """Entries back as git config text (every value quoted)."""
-    lines: list[str] = []
-    current = None
-    for key, value in entries:
-        section, _, rest = key.partition(".")
-        sub, _, name = rest.rpartition(".")
-        header = f'[{section} "{_escape(sub)}"]' if sub else f"[{section}]"
-        if header != current:
-            lines.append(header)
-            current = header
-        lines.append(f'\t{name} = "{_escape(value)}"')
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def _escape(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return text.replace("\n", "\\n").replace("\t", "\\t")
 
 
 def tell(observation: Observation, found: Sequence[object]) -> Observation:

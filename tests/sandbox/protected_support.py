@@ -81,6 +81,18 @@ def attacks(marks: Path) -> dict[str, list[str]]:
             f"mkdir -p x && printf {hook(m('mv-hooks'))} > x/pre-commit && chmod +x x/pre-commit",
             "rm -rf .git/hooks; mv x .git/hooks",
         ],
+        "nested repository as a submodule": [
+            "git init -q sub && git -C sub commit -q --allow-empty -m x && git add sub",
+            f"git -C sub config core.fsmonitor '{payload(m('nested'))}'",
+            f"printf {hook(m('nested-hook'))} > sub/.git/hooks/post-checkout",
+            "chmod +x sub/.git/hooks/post-checkout",
+        ],
+        "submodule gitfile": [
+            "git init -q evil4 && git -C evil4 commit -q --allow-empty -m x",
+            f"git -C evil4 config core.fsmonitor '{payload(m('subgitfile'))}'",
+            "git init -q sub2 && git -C sub2 commit -q --allow-empty -m x && git add sub2",
+            "rm -rf sub2/.git && echo 'gitdir: ../evil4/.git' > sub2/.git",
+        ],
         "mv .git away": [
             "mv .git .git-old && git init -q",
             f"git config core.fsmonitor '{payload(m('mv-git'))}'",
