@@ -129,10 +129,10 @@ PROFILE: tuple[Row, ...] = (
     ),
     Row(
         "write",
-        "the workspace (but its protected paths), a private /tmp and /run; "
+        "the workspace (except its protected paths), a private /tmp and /run; "
         "nothing else: the rest is read-only or absent",
-        "the workspace (but its protected paths), rw volumes, the container's own files",
-        "the workspace (but its protected paths, neutralised after each action); "
+        "the workspace (except its protected paths), rw volumes, the container's own files",
+        "the workspace (its protected paths are neutralised after each action); "
         "what the server's uid may write",
         "everything your user can write",
     ),
@@ -144,11 +144,12 @@ PROFILE: tuple[Row, ...] = (
         "neutralised after each action (not locked: the agent may write them again, and the "
         "next check neutralises that)",
         "neutralised after each action and when the server stops",
-        "neutralised after each action and when the session ends (no lock)",
+        "neutralised after each action and when the session ends (no lock); the editor "
+        "refuses them on every runtime",
     ),
     Row(
         "run",
-        "any program of the system, as its own pid namespace without capabilities",
+        "any program of the system, in a pid namespace of its own, without capabilities",
         "any program of the image, as the agent's uid (not root by default), no capabilities, "
         "no-new-privileges",
         "any program the server's uid may run",
