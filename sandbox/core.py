@@ -119,7 +119,7 @@ class Sandbox:
         with self._guard_lock:
             try:
                 return list(self.guard.check())
-            except OSError as exc:  # the workspace vanished: nothing left to protect there
+            except Exception as exc:  # a guard bug must not lose the action's observation
                 return [f"the protected paths could not be checked: {exc}"]
 
     def _execute(self, action: Action) -> Observation:

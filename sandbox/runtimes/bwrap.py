@@ -51,13 +51,15 @@ def bwrap_command(
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     read_only: Sequence[Path] = (),
+    pinned: Sequence[Path] = (),
 ) -> list[str]:
     """The `bwrap ...` prefix that runs a command with only `workspace` (and `writable`) writable.
 
     `readable` adds folders the command needs to read (the Python installation, the package);
     `read_only` makes those of its files and folders inside the workspace that exist
     unchangeable (the profile's protected paths): a read-only bind of a file also refuses a
-    rename over it (EBUSY), which is how git replaces `.git/config`.
+    rename over it (EBUSY), which is how git replaces `.git/config`. `pinned` folders stay
+    writable but cannot be renamed or removed (the workspace's `.git`).
     """
     why = bwrap_available()
     if why is not None:
@@ -87,6 +89,11 @@ def bwrap_command(
         args += ["--ro-bind", str(path), str(path)]
     for path in _outermost([workspace, *writable]):
         args += ["--bind", str(path), str(path)]
+    for path in pinned:
+        # Bound over itself, writable: a mount point cannot be renamed or removed (EBUSY), so
+        # the agent cannot move the person's `.git` away and put one of its own in its place.
+        if path.is_dir() and os.path.realpath(path) == str(path):
+            args += ["--bind", str(path), str(path)]
     for path in read_only:
         # Not through a symlink: bwrap would bind wherever it points.
         real = (path.is_dir() or path.is_file()) and os.path.realpath(path) == str(path)

@@ -289,7 +289,11 @@ class DockerRuntime(ServerRuntime):
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
         mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
-        # The protected paths that exist (.git/config, hooks ...): read-only over the workspace.
+        # The protected paths that exist (.git/config, hooks ...): read-only over the workspace;
+        # `.git` bound over itself, writable, so that it cannot be renamed or removed (EBUSY).
+        git = Path(self.workspace) / ".git"
+        if self.guard is not None and git.is_dir() and os.path.realpath(git) == str(git):
+            mounts[str(git)] = {"bind": "/workspace/.git", "mode": "rw"}
         for path in self.guard.existing() if self.guard is not None else ():
             inside = path.relative_to(self.workspace).as_posix()
             mounts[str(path)] = {"bind": f"/workspace/{inside}", "mode": "ro"}

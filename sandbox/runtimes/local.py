@@ -280,6 +280,7 @@ class LocalRuntime(ServerRuntime):
                 *(self.workspace / name for name in self.read_only),
                 *self.guard.existing(),
             ],
+            pinned=[self.workspace / ".git"],
         )
 
     def _log_tail(self, lines: int = 20) -> str:

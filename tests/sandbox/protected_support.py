@@ -93,6 +93,10 @@ def attacks(marks: Path) -> dict[str, list[str]]:
             "git init -q sub2 && git -C sub2 commit -q --allow-empty -m x && git add sub2",
             "rm -rf sub2/.git && echo 'gitdir: ../evil4/.git' > sub2/.git",
         ],
+        "hooks as a symlink": [
+            f"mkdir -p y && printf {hook(m('hooks-symlink'))} > y/pre-commit && chmod +x y/*",
+            "mv .git .git-old && git init -q && rm -rf .git/hooks && ln -s ../y .git/hooks",
+        ],
         "mv .git away": [
             "mv .git .git-old && git init -q",
             f"git config core.fsmonitor '{payload(m('mv-git'))}'",
@@ -112,6 +116,18 @@ def attacks(marks: Path) -> dict[str, list[str]]:
             "mv .git .git-old && ln -s evil3/.git .git",
         ],
     }
+
+
+REPLACING = (
+    "hooks as a symlink",
+    "mv .git away",
+    ".git as a gitfile",
+    "FIFO as .git/config",
+    ".git as a symlink",
+)
+"""Forms that replace `.git` itself. The person's `.git` cannot be renamed in the sandbox (it is
+a mount point), so these run on a repository the agent made (`AGENT_REPO`) first."""
+AGENT_REPO = "git init -q && git add -A && git commit -qm start"
 
 
 def host_git_probe(workspace: Path) -> list[str]:

@@ -7,12 +7,21 @@ pagers run) and no payload may have run. Git itself must keep working in the san
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from protected_support import ACCEPTANCE, GIT_IDENTITY, attacks, host_git_probe, make_repo
+from protected_support import (
+    ACCEPTANCE,
+    AGENT_REPO,
+    GIT_IDENTITY,
+    REPLACING,
+    attacks,
+    host_git_probe,
+    make_repo,
+)
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction, FileEditAction
 from sandbox.runtimes.bwrap import bwrap_available
@@ -91,7 +100,11 @@ async def test_a_git_attack_leaves_nothing_the_host_git_runs(
     workspace, marks = tmp_path / "ws", tmp_path / "marks"
     marks.mkdir()
     make_repo(workspace)
+    if form in REPLACING:  # the person's .git is pinned: attack one the agent made
+        shutil.rmtree(workspace / ".git")
     runtime = await start(runtimes, workspace)
+    if form in REPLACING:
+        assert (await run(runtime, AGENT_REPO)).exit_code == 0
     for command in attacks(marks)[form]:
         await run(runtime, command)
     # While the session still runs (the after-action check), and after it (the host's check).
@@ -109,9 +122,10 @@ async def test_a_background_writer_after_the_check_is_refused(
     workspace, marks = tmp_path / "ws", tmp_path / "marks"
     marks.mkdir()
     make_repo(workspace)
+    shutil.rmtree(workspace / ".git")
     runtime = await start(runtimes, workspace)
     # The agent's own new repository: its config is unprotected until the action ends.
-    await run(runtime, "mv .git .git-old && git init -q")
+    assert (await run(runtime, AGENT_REPO)).exit_code == 0
     loop = (
         "for i in $(seq 400); do git config core.fsmonitor 'touch {m}' 2>/dev/null "
         "&& echo ok >> bg.log || echo refused >> bg.log; sleep 0.05; done"
@@ -129,6 +143,17 @@ async def test_a_background_writer_after_the_check_is_refused(
 
 def _lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
+
+
+async def test_the_persons_git_folder_cannot_be_moved_away(
+    tmp_path: Path, runtimes: list[LocalRuntime]
+) -> None:
+    workspace = tmp_path / "ws"
+    make_repo(workspace)
+    runtime = await start(runtimes, workspace)
+    obs = await run(runtime, "mv .git .git-old")
+    assert obs.exit_code != 0 and obs.note and ".git is protected" in obs.note
+    assert (workspace / ".git" / "HEAD").exists()
 
 
 async def test_the_editor_refuses_protected_paths(

@@ -2,17 +2,26 @@
 
 Existing protected paths are read-only mounts of the container; those that appear during the
 session are neutralised by the server after each action and by the host when the container is
-gone. All attack forms run in one container (each leaves its own marker), the `.git`
-replacements last, each in a container of its own.
+gone. The attack forms on the person's repository run in one container (each payload leaves
+its own marker); those replacing `.git` each in a container of their own.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from docker_support import MakeRuntime, make_runtime, sandbox_image
-from protected_support import ACCEPTANCE, GIT_IDENTITY, attacks, host_git_probe, make_repo
+from protected_support import (
+    ACCEPTANCE,
+    AGENT_REPO,
+    GIT_IDENTITY,
+    REPLACING,
+    attacks,
+    host_git_probe,
+    make_repo,
+)
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from sandbox.runtimes.docker import DockerRuntime
@@ -21,9 +30,6 @@ __all__ = ["make_runtime", "sandbox_image"]  # fixtures, used by name
 
 pytestmark = pytest.mark.docker
 
-REPLACING = ("mv .git away", ".git as a gitfile", "FIFO as .git/config", ".git as a symlink")
-"""Forms that replace `.git` itself: each needs a repository of its own."""
-
 
 async def run(runtime: DockerRuntime, command: str) -> CmdOutputObservation:
     obs = await runtime.execute(CmdRunAction(command=command, timeout=60))
@@ -31,7 +37,7 @@ async def run(runtime: DockerRuntime, command: str) -> CmdOutputObservation:
     return obs
 
 
-async def test_git_works_in_repositories_made_before_and_during_the_session(
+async def test_git_works_in_a_repository_made_before_the_session(
     make_runtime: MakeRuntime, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "workspace"
@@ -42,14 +48,21 @@ async def test_git_works_in_repositories_made_before_and_during_the_session(
     refused = await run(runtime, "git config core.fsmonitor true")
     assert refused.exit_code != 0
     assert refused.note and ".git/config is protected" in refused.note
-    # A repository the agent makes: free during its first action, checked after it.
-    mine = f"mkdir mine && cd mine && echo one > f && {ACCEPTANCE}"
-    obs = await run(runtime, mine)
+    moved = await run(runtime, "mv .git .git-old")
+    assert moved.exit_code != 0 and (workspace / ".git" / "HEAD").exists()
+
+
+async def test_git_works_in_a_repository_the_agent_makes(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "f.txt").write_text("one\n")
+    runtime = await make_runtime(workspace=workspace, env=GIT_IDENTITY)
+    obs = await run(runtime, ACCEPTANCE)
     assert obs.exit_code == 0, obs.content
     again = ACCEPTANCE.replace("-b b", "-b c").replace("-m x", "-m y")
-    obs = await run(runtime, f"cd /workspace && mv .git .git-old && echo 3 > h && {again}")
-    assert obs.exit_code == 0, obs.content
-    obs = await run(runtime, f"echo 4 > h && {again.replace('-b c', '-b d')}")
+    obs = await run(runtime, f"echo two > g.txt && {again}")
     assert obs.exit_code == 0, obs.content
 
 
@@ -64,7 +77,11 @@ async def test_git_attacks_leave_nothing_the_host_git_runs(
     workspace, marks = tmp_path / "workspace", tmp_path / "marks"
     marks.mkdir()
     make_repo(workspace)
+    if forms[0] in REPLACING:  # the person's .git is pinned: attack one the agent made
+        shutil.rmtree(workspace / ".git")
     runtime = await make_runtime(workspace=workspace, env=GIT_IDENTITY)
+    if forms[0] in REPLACING:
+        assert (await run(runtime, AGENT_REPO)).exit_code == 0
     every = attacks(marks)
     for form in forms:
         for command in every[form]:
