@@ -8,6 +8,7 @@ its own marker); those replacing `.git` each in a container of their own.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -66,20 +67,30 @@ async def test_git_works_in_a_repository_the_agent_makes(
     assert obs.exit_code == 0, obs.content
 
 
+PERSONS_REPO = tuple(f for f in attacks(Path("/m")) if f not in REPLACING)
+
+
 @pytest.mark.parametrize(
-    "forms",
-    [tuple(f for f in attacks(Path("/m")) if f not in REPLACING), *[(f,) for f in REPLACING]],
-    ids=lambda f: "+".join(f),
+    ("forms", "user_id"),
+    [
+        pytest.param(PERSONS_REPO, None, id="persons-repo-agent-as-workspace-owner"),
+        pytest.param(PERSONS_REPO, 1000, id="persons-repo-agent-uid-1000"),
+        *[pytest.param((f,), 1000, id=f) for f in REPLACING],
+    ],
 )
 async def test_git_attacks_leave_nothing_the_host_git_runs(
-    forms: tuple[str, ...], make_runtime: MakeRuntime, tmp_path: Path
+    forms: tuple[str, ...], user_id: int | None, make_runtime: MakeRuntime, tmp_path: Path
 ) -> None:
     workspace, marks = tmp_path / "workspace", tmp_path / "marks"
     marks.mkdir()
     make_repo(workspace)
     if forms[0] in REPLACING:  # the person's .git is pinned: attack one the agent made
         shutil.rmtree(workspace / ".git")
-    runtime = await make_runtime(workspace=workspace, env=GIT_IDENTITY)
+    if user_id is not None:  # the workspace belongs to the agent's uid, as on a person's host
+        for folder, _, files in os.walk(workspace):
+            for name in [folder, *(os.path.join(folder, f) for f in files)]:
+                os.lchown(name, user_id, user_id)
+    runtime = await make_runtime(workspace=workspace, env=GIT_IDENTITY, user_id=user_id)
     if forms[0] in REPLACING:
         assert (await run(runtime, AGENT_REPO)).exit_code == 0
     every = attacks(marks)
