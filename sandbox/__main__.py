@@ -276,7 +276,10 @@ def _guard(args: argparse.Namespace, workspace: Path) -> Guard:
                 "locked: %s",
                 why,
             )
-    quarantine = args.quarantine or Path(tempfile.mkdtemp(prefix="sandbox-quarantine-"))
+    # Made only when something goes there.
+    quarantine = (
+        args.quarantine or Path(tempfile.gettempdir()) / f"sandbox-quarantine-{os.getpid()}"
+    )
     return Guard(workspace.resolve(), quarantine, home_like=args.home_like, lock=lock)
 
 

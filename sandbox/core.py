@@ -108,7 +108,7 @@ class Sandbox:
         found = self.check_protected()
         if not found:
             return observation
-        from sandbox.protect import tell
+        from sandbox.profile import tell
 
         return tell(observation, found)
 

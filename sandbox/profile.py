@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from sandbox.protocol import CmdOutputObservation, IPythonObservation, Observation
 
 PROTECTED_GLOBS: tuple[str, ...] = (
     ".git",  # the entry itself: replacing or renaming it (a .git file or symlink redirects git)
@@ -207,3 +210,20 @@ def refused_write_note(output: str) -> str | None:
                 path = name.group(0)
                 return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
     return None
+
+
+def tell(observation: Observation, found: Sequence[object]) -> Observation:
+    """`observation` with a note saying what the guard did after the action."""
+    text = (
+        "The sandbox protects the repository's config and hooks (and .workbench/): the person's "
+        "git on the host would run what they name. After this action it did: "
+        + "; ".join(str(f) for f in found)
+        + ". Change them on the host, or use `git -c key=value ...` for one command."
+    )
+    if isinstance(observation, (CmdOutputObservation, IPythonObservation)):
+        note = f"{observation.note}\n{text}" if observation.note else text
+        return observation.model_copy(update={"note": note})
+    content = getattr(observation, "content", None)
+    if isinstance(content, str):
+        return observation.model_copy(update={"content": f"{content}\n[{text}]"})
+    return observation

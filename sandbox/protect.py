@@ -31,7 +31,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +40,6 @@ from sandbox.git_config import config_entries as _config_entries
 from sandbox.git_config import key_safe as _key_safe
 from sandbox.git_config import render as _render
 from sandbox.profile import INCLUDE_KEYS
-from sandbox.protocol import CmdOutputObservation, IPythonObservation, Observation
 
 log = logging.getLogger("sandbox.protect")
 
@@ -83,7 +82,10 @@ class Guard:
         quarantine: Path,
         home_like: bool = False,
         lock: Lock | None = None,
+        log_level: int = logging.WARNING,
     ) -> None:
+        self.log_level = log_level
+        """How findings are logged (the app's own checks log below WARNING: no stray stderr)."""
         self.workspace = Path(workspace)
         self.quarantine = Path(quarantine)
         self.home_like = home_like
@@ -189,7 +191,7 @@ class Guard:
         finally:
             os.close(root)
         for finding in found:
-            log.warning("protected path: %s", finding)
+            log.log(self.log_level, "protected path: %s", finding)
         return found
 
     def _check_git(self, root: int) -> list[Finding]:
@@ -481,20 +483,3 @@ def _replace(dir_fd: int, name: str, data: bytes) -> None:
     with open(fd, "wb") as out:
         out.write(data)
     os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-
-
-def tell(observation: Observation, found: Sequence[object]) -> Observation:
-    """`observation` with a note saying what the guard did after the action."""
-    text = (
-        "The sandbox protects the repository's config and hooks (and .workbench/): the person's "
-        "git on the host would run what they name. After this action it did: "
-        + "; ".join(str(f) for f in found)
-        + ". Change them on the host, or use `git -c key=value ...` for one command."
-    )
-    if isinstance(observation, (CmdOutputObservation, IPythonObservation)):
-        note = f"{observation.note}\n{text}" if observation.note else text
-        return observation.model_copy(update={"note": note})
-    content = getattr(observation, "content", None)
-    if isinstance(content, str):
-        return observation.model_copy(update={"content": f"{content}\n[{text}]"})
-    return observation

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from typing import Any
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
-from sandbox.protect import Guard
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
@@ -39,6 +37,7 @@ from sandbox.runtimes.docker_image import (
     in_container,
     log,
 )
+from sandbox.runtimes.host_guard import HostGuard
 
 SERVER_PORT = 8000
 CHECKPOINTS = "/checkpoints"
@@ -146,17 +145,11 @@ class DockerRuntime(ServerRuntime):
         inside the container, gone with it)."""
         self.home_like = home_like
         """The workspace is a home folder: its root dotfiles are protected paths too."""
-        self.guard: Guard | None = None
-        """The host's check of the protected paths (`protect.py`): their list at the start
-        gives the read-only mounts; it runs again before each (re)start and at close, when no
-        agent process runs. None when this process is in a container and the engine is not
-        (the workspace path is then the host's, not ours)."""
-        self.findings: list[str] = []
-        """What the host-side checks did, for the person."""
-        local = not in_container() or _local_dockerd()  # the engine sees our paths
-        if local and Path(self.workspace).is_absolute():
-            quarantine = Path(tempfile.gettempdir()) / f"workbench-quarantine-{os.getpid()}"
-            self.guard = Guard(Path(self.workspace), quarantine, home_like=home_like)
+        self.host_guard: HostGuard | None = None
+        """The app's own check of the protected paths (`host_guard.py`); None when the engine
+        does not see our paths (this process in a container, the engine elsewhere)."""
+        if (not in_container() or _local_dockerd()) and Path(self.workspace).is_absolute():
+            self.host_guard = HostGuard(Path(self.workspace), home_like, str(os.getpid()))
         self.image: str | None = None
         self.container_name: str | None = None
         self._docker: Any = None
@@ -168,7 +161,8 @@ class DockerRuntime(ServerRuntime):
     async def _launch(self) -> SandboxClient:
         import docker.errors
 
-        self._host_check()
+        if self.host_guard is not None:
+            self.host_guard.check()
         try:
             return await self._launch_container()
         except (docker.errors.DockerException, OSError) as exc:
@@ -215,15 +209,8 @@ class DockerRuntime(ServerRuntime):
     async def close(self) -> None:
         """Remove the container, then neutralise what the agent left under protected paths."""
         await super().close()
-        self._host_check()
-
-    def _host_check(self) -> None:
-        if self.guard is None:
-            return
-        try:
-            self.findings += [str(found) for found in self.guard.check()]
-        except OSError as exc:
-            self.findings.append(f"could not check the protected paths: {exc}")
+        if self.host_guard is not None:
+            self.host_guard.check()
 
     def _alive(self) -> bool:
         # Asking the engine before every action would cost more than the action; a dead
@@ -289,17 +276,15 @@ class DockerRuntime(ServerRuntime):
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
         mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
-        # The protected paths that exist (.git/config, hooks ...): read-only over the workspace;
-        # `.git` bound over itself, writable, so that it cannot be renamed or removed (EBUSY).
-        git = Path(self.workspace) / ".git"
-        if self.guard is not None and git.is_dir() and os.path.realpath(git) == str(git):
-            mounts[str(git)] = {"bind": "/workspace/.git", "mode": "rw"}
-        for path in self.guard.existing() if self.guard is not None else ():
+        # The person's .git bound over itself (it cannot be renamed), the protected paths that
+        # exist (.git/config, hooks ...) read-only over the workspace.
+        guard = self.host_guard
+        over: list[tuple[Path, str]] = []
+        if guard is not None:
+            over = [(p, "rw") for p in guard.pinned()] + [(p, "ro") for p in guard.existing()]
+        for path, mode in over:
             inside = path.relative_to(self.workspace).as_posix()
-            mounts[str(path)] = {"bind": f"/workspace/{inside}", "mode": "ro"}
-        if self.checkpoints is not None:
-            self.checkpoints.mkdir(parents=True, exist_ok=True)
-            mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
+            mounts[str(path)] = {"bind": f"/workspace/{inside}", "mode": mode}
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}

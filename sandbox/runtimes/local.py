@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 from sandbox.errors import SandboxError
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
+from sandbox.runtimes.host_guard import HostGuard
 from sandbox.runtimes.leftovers import SESSION_ENV, kill, session_processes
 
 if TYPE_CHECKING:
@@ -91,13 +92,8 @@ class LocalRuntime(ServerRuntime):
         self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
         self.quarantine = self._tmp / "quarantine"
         """Where the guard moves what the agent left under protected paths (`protect.py`)."""
-        from sandbox.protect import Guard
-
-        self.guard = Guard(self.workspace, self.quarantine, home_like=home_like)
-        """The host's own check of the protected paths, run when no agent process is left
-        (before each (re)start and at close): no background writer can race it."""
-        self.findings: list[str] = []
-        """What the host-side checks did, for the person."""
+        self.host_guard = HostGuard(self.workspace, home_like, self.session_id)
+        """The app's own check of the protected paths (`host_guard.py`)."""
         leftovers.record_owner(self._tmp, self.session_id)
         self.sweeper = leftovers.sweep_in_background()
         """Removing what apps that died left (temp folders, containers): a daemon thread."""
@@ -114,7 +110,7 @@ class LocalRuntime(ServerRuntime):
         if not self.workspace.is_dir():
             raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self._host_check()
+        self.host_guard.check()
         token = secrets.token_urlsafe(32)
         token_fd = _token_pipe(token)
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
@@ -220,16 +216,12 @@ class LocalRuntime(ServerRuntime):
         """Stop the server and every process of the session, neutralise what the agent left
         under protected paths, then remove the temporary files."""
         await super().close()
-        self._host_check()
+        self.host_guard.check()
+        if self.quarantine.is_dir():  # what the server moved away, kept for the person
+            with contextlib.suppress(OSError):
+                kept = self.host_guard.quarantine
+                shutil.copytree(self.quarantine, kept, symlinks=True, dirs_exist_ok=True)
         shutil.rmtree(self._tmp, ignore_errors=True)
-
-    def _host_check(self) -> None:
-        """Run the guard from this (host) process while no agent process runs."""
-        try:
-            found = self.guard.check()
-        except OSError as exc:
-            found = [f"could not check the protected paths: {exc}"]  # type: ignore[list-item]
-        self.findings += [str(f) for f in found]
 
     # ------------------------------------------------------------------ helpers
 
@@ -278,9 +270,9 @@ class LocalRuntime(ServerRuntime):
             readable=readable,
             read_only=[
                 *(self.workspace / name for name in self.read_only),
-                *self.guard.existing(),
+                *self.host_guard.existing(),
             ],
-            pinned=[self.workspace / ".git"],
+            pinned=self.host_guard.pinned(),
         )
 
     def _log_tail(self, lines: int = 20) -> str:
