@@ -407,7 +407,7 @@ class Guard:
             target.parent.mkdir(parents=True, exist_ok=True)
             info = os.lstat(name, dir_fd=dir_fd)
             if stat.S_ISDIR(info.st_mode):
-                shutil.copytree(here, target, symlinks=True, ignore_dangling_symlinks=True)
+                shutil.copytree(here, target, symlinks=True, copy_function=copy_regular)
                 shutil.rmtree(here)
             else:
                 if stat.S_ISREG(info.st_mode):
@@ -429,6 +429,18 @@ class Guard:
 
 def _sig(info: os.stat_result) -> tuple[int, int, int, int]:
     return (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def copy_regular(source: str, target: str) -> None:
+    """Copy `source` if it is a regular file (at most 16 MiB kept); skip a FIFO, a device or
+    a socket, which could block or mean nothing once copied. For `shutil.copytree`."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    with open(fd, "rb") as data:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            Path(target).write_bytes(data.read(16 << 20))
 
 
 def _kind(mode: int) -> str:

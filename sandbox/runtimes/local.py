@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
+from sandbox.protect import copy_regular
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.host_guard import HostGuard
@@ -220,7 +221,10 @@ class LocalRuntime(ServerRuntime):
         if self.quarantine.is_dir():  # what the server moved away, kept for the person
             with contextlib.suppress(OSError):
                 kept = self.host_guard.quarantine
-                shutil.copytree(self.quarantine, kept, symlinks=True, dirs_exist_ok=True)
+                shutil.copytree(
+                    self.quarantine, kept, symlinks=True, dirs_exist_ok=True,
+                    copy_function=copy_regular,  # the agent can write there: no FIFO may block
+                )  # fmt: skip
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     # ------------------------------------------------------------------ helpers

@@ -112,6 +112,10 @@ def attacks(marks: Path) -> dict[str, list[str]]:
             f"git -C evilgit config core.fsmonitor '{payload(m('gitfile'))}'",
             "mv .git .git-old && echo 'gitdir: evilgit/.git' > .git",
         ],
+        "FIFOs in hooks": [
+            "mv .git .git-old && git init -q && mkdir .git/hooks/d && "
+            "mkfifo .git/hooks/d/p .git/hooks/pre-commit",
+        ],
         "FIFO as .git/config": [
             "mv .git .git-old && git init -q && rm .git/config && mkfifo .git/config",
         ],
@@ -127,6 +131,7 @@ REPLACING = (
     "mv .git away",
     ".git as a gitfile",
     "FIFO as .git/config",
+    "FIFOs in hooks",
     ".git as a symlink",
 )
 """Forms that replace `.git` itself. The person's `.git` cannot be renamed in the sandbox (it is
