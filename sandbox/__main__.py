@@ -264,12 +264,13 @@ def _guard(args: argparse.Namespace, workspace: Path) -> Guard:
     from sandbox.protect import Guard, Lock
 
     lock: Lock | None = None
+    unlock = None
     if args.confine_agent:
         from sandbox import ro_mounts
 
         why = ro_mounts.share(workspace.resolve())
         if why is None:
-            lock = ro_mounts.bind_read_only
+            lock, unlock = ro_mounts.bind_read_only, ro_mounts.unbind
         else:
             logging.getLogger("sandbox.server").warning(
                 "protected paths that appear during the session will be neutralised but not "
@@ -280,7 +281,9 @@ def _guard(args: argparse.Namespace, workspace: Path) -> Guard:
     quarantine = (
         args.quarantine or Path(tempfile.gettempdir()) / f"sandbox-quarantine-{os.getpid()}"
     )
-    return Guard(workspace.resolve(), quarantine, home_like=args.home_like, lock=lock)
+    return Guard(
+        workspace.resolve(), quarantine, home_like=args.home_like, lock=lock, unlock=unlock
+    )
 
 
 def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

@@ -27,7 +27,6 @@ import fnmatch
 import itertools
 import logging
 import os
-import shutil
 import stat
 import subprocess
 import time
@@ -40,6 +39,7 @@ from sandbox.git_config import config_entries as _config_entries
 from sandbox.git_config import key_safe as _key_safe
 from sandbox.git_config import render as _render
 from sandbox.profile import INCLUDE_KEYS
+from sandbox.quarantine import evict
 
 log = logging.getLogger("sandbox.protect")
 
@@ -83,7 +83,11 @@ class Guard:
         home_like: bool = False,
         lock: Lock | None = None,
         log_level: int = logging.WARNING,
+        unlock: Callable[[str], None] | None = None,
     ) -> None:
+        self.unlock = unlock
+        """Removes our lock at a path, so a locked file written through an fd the agent held
+        can be rewritten (`ro_mounts.unbind`)."""
         self.log_level = log_level
         """How findings are logged (the app's own checks log below WARNING: no stray stderr)."""
         self.workspace = Path(workspace)
@@ -182,12 +186,18 @@ class Guard:
         """Neutralise and lock what changed under protected paths; what was done, by path."""
         found: list[Finding] = []
         root = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        steps: list[tuple[str, Callable[[], list[Finding]]]] = [
+            (".git", lambda: self._check_git(root))
+        ]
+        steps += [(n, lambda n=n: self._lock_new(root, n)) for n in (".gitmodules", ".workbench")]  # type: ignore[misc]
+        if self.home_like:
+            steps.append(("dotfiles", lambda: self._check_home(root)))
         try:
-            found += self._check_git(root)
-            for name in (".gitmodules", ".workbench"):
-                found += self._lock_new(root, name)
-            if self.home_like:
-                found += self._check_home(root)
+            for what, step in steps:
+                try:  # one failure (a file the agent swapped meanwhile) must not skip the rest
+                    found += step()
+                except OSError as exc:
+                    found.append(Finding(what, f"could not be checked: {exc.strerror or exc}"))
         finally:
             os.close(root)
         for finding in found:
@@ -305,23 +315,29 @@ class Guard:
                 return []
             if not stat.S_ISREG(info.st_mode):
                 return [self._evict(fd, name, rel, "not a regular file")]
-            entries = _config_entries(_read(fd, name))
-            if entries is None:
-                return [self._evict(fd, name, rel, "git cannot read it")]
-            keep_old = self._base.entries(rel)
-            dropped = [k for k, v in entries if (k, v) not in keep_old and not _key_safe(k)]
-            found = []
-            if dropped:
-                kept = [(k, v) for k, v in entries if (k, v) in keep_old or _key_safe(k)]
-                _replace(fd, name, _render(kept).encode())
-                keys = ", ".join(sorted(set(dropped)))
-                found.append(Finding(rel, f"removed {keys} (git could run programs from them)"))
-            locked = self._lock(fd, name)
-            if locked:
-                found.append(Finding(rel, "read-only from now on"))
-            self._base.stats[rel] = _sig(os.lstat(name, dir_fd=fd))
-            self._base.raw[rel] = _read(fd, name)
-            return found
+            found: list[Finding] = []
+            for _ in range(3):  # a writer racing the lock (an fd it holds) is caught here
+                if not self._unlock(fd, name):
+                    break
+                entries = _config_entries(_read(fd, name))
+                if entries is None:
+                    return [*found, self._evict(fd, name, rel, "git cannot read it")]
+                keep_old = self._base.entries(rel)
+                dropped = [k for k, v in entries if (k, v) not in keep_old and not _key_safe(k)]
+                if dropped:
+                    kept = [(k, v) for k, v in entries if (k, v) in keep_old or _key_safe(k)]
+                    _replace(fd, name, _render(kept).encode())
+                    keys = ", ".join(sorted(set(dropped)))
+                    found.append(Finding(rel, f"removed {keys} (git could run programs from them)"))
+                if self._lock(fd, name):
+                    found.append(Finding(rel, "read-only from now on"))
+                data = _read(fd, name)
+                after = _config_entries(data) or [("", "")]
+                if all((k, v) in keep_old or _key_safe(k) for k, v in after):
+                    self._base.stats[rel] = _sig(os.lstat(name, dir_fd=fd))
+                    self._base.raw[rel] = data
+                    return found
+            return [*found, Finding(rel, "changed again while it was being locked; not locked")]
         finally:
             os.close(fd)
 
@@ -399,29 +415,31 @@ class Guard:
         finally:
             os.close(fd)
 
+    def _unlock(self, dir_fd: int, name: str) -> bool:
+        """Undo our own lock of `name` (to rewrite it); False when it cannot be undone."""
+        try:
+            key = _key(os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+        except OSError:
+            return False
+        if key not in self._locked:
+            return True
+        if self.unlock is None:
+            return False
+        try:
+            self.unlock(f"/proc/self/fd/{dir_fd}/{name}")
+        except OSError as exc:
+            log.warning("could not unlock %s: %s", name, exc)
+            return False
+        self._locked.discard(key)
+        return True
+
     def _evict(self, dir_fd: int, name: str, rel: str, why: str) -> Finding:
         """Move `name` (in the folder `dir_fd`) into the quarantine, whatever it is."""
         target = self.quarantine / f"{time.strftime('%H%M%S')}-{next(self._count)}" / rel
-        here = f"/proc/self/fd/{dir_fd}/{name}"
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            info = os.lstat(name, dir_fd=dir_fd)
-            if stat.S_ISDIR(info.st_mode):
-                shutil.copytree(here, target, symlinks=True, copy_function=copy_regular)
-                shutil.rmtree(here)
-            else:
-                if stat.S_ISREG(info.st_mode):
-                    target.write_bytes(_read(dir_fd, name, limit=16 << 20))
-                elif stat.S_ISLNK(info.st_mode):
-                    target.with_name(target.name + ".symlink").write_text(
-                        os.readlink(name, dir_fd=dir_fd)
-                    )
-                os.unlink(name, dir_fd=dir_fd)
-                if not stat.S_ISREG(info.st_mode):
-                    return Finding(rel, f"{why}: removed (a {_kind(info.st_mode)})")
+            return Finding(rel, f"{why}: {evict(dir_fd, name, target)}")
         except OSError as exc:
             return Finding(rel, f"{why}, and it could not be removed: {exc.strerror or exc}")
-        return Finding(rel, f"{why}: moved out of the workspace to {target}")
 
 
 # ---------------------------------------------------------------------- helpers
@@ -429,24 +447,6 @@ class Guard:
 
 def _sig(info: os.stat_result) -> tuple[int, int, int, int]:
     return (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def copy_regular(source: str, target: str) -> None:
-    """Copy `source` if it is a regular file (at most 16 MiB kept); skip a FIFO, a device or
-    a socket, which could block or mean nothing once copied. For `shutil.copytree`."""
-    try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return
-    with open(fd, "rb") as data:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            Path(target).write_bytes(data.read(16 << 20))
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "FIFO" if stat.S_ISFIFO(mode) else "special file"
 
 
 def _key(info: os.stat_result) -> tuple[int, int]:
@@ -489,9 +489,10 @@ def _read(dir_fd: int, name: str, limit: int = _CONFIG_MAX) -> bytes:
 
 
 def _replace(dir_fd: int, name: str, data: bytes) -> None:
-    temporary = f".{name}.sandbox-guard"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644,
-                 dir_fd=dir_fd)  # fmt: skip
+    """Put `data` in place of `name` by a rename: a new file, whatever the agent holds open."""
+    temporary = f".{name}.sandbox-guard-{os.urandom(6).hex()}"  # never one the agent planted
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, 0o644, dir_fd=dir_fd)
     with open(fd, "wb") as out:
         out.write(data)
     os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -75,3 +75,10 @@ def bind_read_only(fd: int) -> None:
         _mount(str(stage), here, MS_BIND)
     finally:
         _libc.umount2(str(stage).encode(), MNT_DETACH)
+
+
+def unbind(path: str) -> None:
+    """Remove the read-only bind at `path` (ours), for every agent process; OSError if not."""
+    if _libc.umount2(path.encode(), MNT_DETACH) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"umount {path}: {os.strerror(error)}")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
-from sandbox.protect import copy_regular
+from sandbox.quarantine import copy_regular
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.host_guard import HostGuard
