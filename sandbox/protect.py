@@ -34,6 +34,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.fd_files import exists as _exists
+from sandbox.fd_files import open_dir as _open_dir
+from sandbox.fd_files import read_regular as _read
+from sandbox.fd_files import replace as _replace
 from sandbox.git_config import GIT_ENV as _GIT_ENV
 from sandbox.git_config import config_entries as _config_entries
 from sandbox.git_config import key_safe as _key_safe
@@ -43,7 +47,6 @@ from sandbox.quarantine import evict
 
 log = logging.getLogger("sandbox.protect")
 
-_CONFIG_MAX = 1 << 20
 _MAX_LINKS = 500
 
 
@@ -275,11 +278,26 @@ class Guard:
         try:
             if stat.S_ISDIR(info.st_mode):
                 return self._check_gitdir(root, rel)
-            if self._base.stats.get(rel) == _sig(info):
+            if self._base.stats.get(rel) == _sig(info) or self._to_modules(fd, path):
                 return []
             return [self._evict(fd, ".git", rel, "a submodule's .git that redirects git")]
         finally:
             os.close(fd)
+
+    def _to_modules(self, fd: int, path: str) -> bool:
+        """Whether the gitfile `path/.git` (open folder `fd`) sends git to a real folder
+        under `.git/modules/`, as `git submodule` makes them (those folders are checked)."""
+        try:
+            text = _read(fd, ".git", limit=4096).decode("utf-8", "replace").strip()
+        except OSError:
+            return False
+        if not text.startswith("gitdir:") or "\n" in text:
+            return False
+        target = os.path.normpath(
+            os.path.join(self.workspace, path, text.removeprefix("gitdir:").strip())
+        )  # a symlink on the way could lead anywhere: none is allowed
+        modules = self.workspace / ".git" / "modules"
+        return Path(target).is_relative_to(modules) and os.path.realpath(target) == target
 
     def _check_gitdir(self, root: int, gitdir: str) -> list[Finding]:
         try:
@@ -328,7 +346,9 @@ class Guard:
                     kept = [(k, v) for k, v in entries if (k, v) in keep_old or _key_safe(k)]
                     _replace(fd, name, _render(kept).encode())
                     keys = ", ".join(sorted(set(dropped)))
-                    found.append(Finding(rel, f"removed {keys} (git could run programs from them)"))
+                    found.append(
+                        Finding(rel, f"removed {keys} (only settings that run nothing are kept)")
+                    )
                 if self._lock(fd, name):
                     found.append(Finding(rel, "read-only from now on"))
                 data = _read(fd, name)
@@ -456,43 +476,3 @@ def _key(info: os.stat_result) -> tuple[int, int]:
 def _split(rel: str) -> tuple[str, str]:
     parent, _, name = rel.rpartition("/")
     return parent or ".", name
-
-
-def _exists(dir_fd: int, name: str) -> bool:
-    try:
-        os.lstat(name, dir_fd=dir_fd)
-    except OSError:
-        return False
-    return True
-
-
-def _open_dir(dir_fd: int, rel: str) -> int:
-    """Open the folder `rel` under `dir_fd`, refusing a symlink at every step."""
-    fd = os.dup(dir_fd)
-    for part in [p for p in rel.split("/") if p not in ("", ".")]:
-        try:
-            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                          dir_fd=fd)  # fmt: skip
-        finally:
-            os.close(fd)
-        fd = nxt
-    return fd
-
-
-def _read(dir_fd: int, name: str, limit: int = _CONFIG_MAX) -> bytes:
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    fd = os.open(name, flags, dir_fd=dir_fd)
-    with open(fd, "rb") as source:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(0, "not a regular file")
-        return source.read(limit)
-
-
-def _replace(dir_fd: int, name: str, data: bytes) -> None:
-    """Put `data` in place of `name` by a rename: a new file, whatever the agent holds open."""
-    temporary = f".{name}.sandbox-guard-{os.urandom(6).hex()}"  # never one the agent planted
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(temporary, flags, 0o644, dir_fd=dir_fd)
-    with open(fd, "wb") as out:
-        out.write(data)
-    os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -101,6 +101,13 @@ def attacks(marks: Path) -> dict[str, list[str]]:
             f"mkdir -p y && printf {hook(m('hooks-symlink'))} > y/pre-commit && chmod +x y/*",
             "mv .git .git-old && git init -q && rm -rf .git/hooks && ln -s ../y .git/hooks",
         ],
+        "gitfile into .git/modules through a symlink": [  # one action: before any check
+            "git init -q evil5 && git -C evil5 commit -q --allow-empty -m x && "
+            f"git -C evil5 config core.fsmonitor '{payload(m('modules-symlink'))}' && "
+            "git init -q sub3 && git -C sub3 commit -q --allow-empty -m x && git add sub3 && "
+            "mkdir -p .git/modules && ln -s ../../evil5/.git .git/modules/s3 && "
+            "rm -rf sub3/.git && echo 'gitdir: ../.git/modules/s3' > sub3/.git",
+        ],
         "mv .git away": [
             "mv .git .git-old && git init -q",
             f"git config core.fsmonitor '{payload(m('mv-git'))}'",
