@@ -36,7 +36,12 @@ GIT_ENV = {
     "GIT_CONFIG_GLOBAL": "/dev/null",
     "HOME": "/nonexistent",
     "GIT_CEILING_DIRECTORIES": "/",
+    # The checker may run as root on a person's repository: git must not refuse to read it.
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.directory",
+    "GIT_CONFIG_VALUE_0": "*",
 }
+"""The environment of the git the guard runs: no system, global or user config."""
 
 
 def key_safe(key: str) -> bool:

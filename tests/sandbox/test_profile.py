@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from protected_support import GIT_IDENTITY
 
 from sandbox.git_config import config_entries, key_safe, render
 from sandbox.profile import PROTECTED_GLOBS, is_protected, profile_table, refused_write_note
+from sandbox.protect import Guard
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 
@@ -70,3 +74,23 @@ def test_a_config_keeps_inert_keys_only_when_rewritten() -> None:
     assert [k for k, _ in kept] == ["core.bare", 'remote.o"r.url', "user.name", "user.email"]
     assert config_entries(render(kept).encode()) == kept
     assert config_entries(b"[core\n") is None
+
+
+def test_the_guard_finds_submodules_in_a_repository_another_uid_owns(tmp_path: Path) -> None:
+    """A submodule's config is protected from the start and a hook planted in it is moved out,
+    also when the guard runs as root on a repository the person (another uid) owns."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", **GIT_IDENTITY}
+    line = (
+        "git init -q && git init -q sub && git -C sub commit -q --allow-empty -m x && git add sub"
+    )
+    subprocess.run(line, shell=True, cwd=workspace, check=True, env=env, capture_output=True)
+    if os.getuid() == 0:
+        for folder, _, files in os.walk(workspace):
+            for name in [folder, *(os.path.join(folder, f) for f in files)]:
+                os.lchown(name, 1000, 1000)
+    guard = Guard(workspace, tmp_path / "quarantine")
+    assert workspace / "sub" / ".git" / "config" in guard.existing()
+    (workspace / "sub" / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    assert [f.path for f in guard.check()] == ["sub/.git/hooks/post-checkout"]
