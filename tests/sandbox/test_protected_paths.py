@@ -178,3 +178,23 @@ async def test_the_editor_refuses_protected_paths(
         assert "is protected in this sandbox" in getattr(obs, "content", ""), obs
     assert "fsmonitor" not in (workspace / ".git" / "config").read_text()
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_a_home_folder_keeps_its_dotfiles(
+    tmp_path: Path, runtimes: list[LocalRuntime]
+) -> None:
+    """Told the workspace is a home folder, the runtime protects the dotfiles at its root: those
+    there are read-only, new ones are moved out after the action."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("# the person's\n")
+    (home / "notes.txt").write_text("work\n")
+    runtime = await start(runtimes, home, home_like=True)
+    obs = await run(runtime, "echo 'touch /tmp/x' >> .bashrc")
+    assert obs.exit_code != 0
+    obs = await run(runtime, "echo 'touch /tmp/x' > .profile && echo more >> notes.txt")
+    assert obs.note and ".profile" in obs.note
+    await runtime.close()
+    assert (home / ".bashrc").read_text() == "# the person's\n"
+    assert not (home / ".profile").exists()
+    assert (home / "notes.txt").read_text() == "work\nmore\n"
