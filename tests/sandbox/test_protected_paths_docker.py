@@ -8,8 +8,10 @@ its own marker); those replacing `.git` each in a container of their own.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +101,32 @@ async def test_git_attacks_leave_nothing_the_host_git_runs(
             await run(runtime, command)
     during = host_git_probe(workspace)
     assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(during)
+    await runtime.close()
+    after = host_git_probe(workspace)
+    assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(after)
+
+
+async def test_a_background_writer_is_undone_when_the_session_ends(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    """Nothing locks a path that appeared in Docker: a process the agent leaves running writes
+    it again after every check, and the host's check, once the container is gone, undoes it."""
+    workspace, marks = tmp_path / "workspace", tmp_path / "marks"
+    marks.mkdir()
+    make_repo(workspace)
+    shutil.rmtree(workspace / ".git")
+    runtime = await make_runtime(workspace=workspace, env=GIT_IDENTITY)
+    assert (await run(runtime, AGENT_REPO)).exit_code == 0
+    loop = (
+        "while true; do git config core.fsmonitor 'touch {m}' && echo ok >> bg.log; "
+        "sleep 0.05; done"
+    ).format(m=marks / "bg")
+    await run(runtime, f"( {loop} ) >/dev/null 2>&1 &")
+    config = workspace / ".git" / "config"
+    deadline = time.monotonic() + 30
+    while "fsmonitor" not in config.read_text():  # the writer wins: nothing locks it in Docker
+        assert time.monotonic() < deadline, "the agent's writer never wrote the config"
+        await asyncio.sleep(0.02)  # no action meanwhile: no check undoes the writer's work
     await runtime.close()
     after = host_git_probe(workspace)
     assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(after)
