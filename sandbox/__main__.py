@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncio
 
+    from sandbox.protect import Guard
+
 TOKEN_ENV = "SANDBOX_TOKEN"
 
 
@@ -65,6 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
+    serve.add_argument(
+        "--quarantine",
+        type=Path,
+        help="where what the agent left under protected paths goes (default: a temp folder)",
+    )
+    serve.add_argument(
+        "--home-like",
+        action="store_true",
+        help="the workspace is a home folder: its dotfiles are protected paths too",
+    )
     serve.add_argument(
         "--disable", action="append", default=[], metavar="EXECUTOR", help="turn an executor off"
     )
@@ -215,7 +227,11 @@ def serve(args: argparse.Namespace) -> int:
     from sandbox.core import Sandbox
 
     sandbox = Sandbox(
-        workspace, artifacts=args.artifacts, disabled=args.disable, checkpoints=args.checkpoints
+        workspace,
+        artifacts=args.artifacts,
+        disabled=args.disable,
+        checkpoints=args.checkpoints,
+        guard=_guard(args, workspace),
     )
     if not args.no_warm_up:
         sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
@@ -256,6 +272,37 @@ def serve(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return 0
+
+
+def _guard(args: argparse.Namespace, workspace: Path) -> Guard:
+    """The after-action guard of the workspace's protected paths. With the agent in nested
+    bwraps, paths that appear are also locked: the workspace's mount is made shared first, so
+    a read-only bind the server adds later reaches every agent process (`ro_mounts.py`)."""
+    import tempfile
+
+    from sandbox.protect import Guard, Lock
+
+    lock: Lock | None = None
+    unlock = None
+    if args.confine_agent:
+        from sandbox import ro_mounts
+
+        why = ro_mounts.share(workspace.resolve())
+        if why is None:
+            lock, unlock = ro_mounts.bind_read_only, ro_mounts.unbind
+        else:
+            logging.getLogger("sandbox.server").warning(
+                "protected paths that appear during the session will be neutralised but not "
+                "locked: %s",
+                why,
+            )
+    # Made only when something goes there.
+    quarantine = (
+        args.quarantine or Path(tempfile.gettempdir()) / f"sandbox-quarantine-{os.getpid()}"
+    )
+    return Guard(
+        workspace.resolve(), quarantine, home_like=args.home_like, lock=lock, unlock=unlock
+    )
 
 
 def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

@@ -7,6 +7,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox.executors import load_builtin_executors
 from sandbox.executors.base import (
@@ -19,6 +20,9 @@ from sandbox.executors.base import (
 )
 from sandbox.protocol import Action, ErrorObservation, Observation
 
+if TYPE_CHECKING:
+    from sandbox.protect import Guard
+
 
 class Sandbox:
     """Routes each action to the executor registered for its kind, building executors lazily."""
@@ -30,8 +34,12 @@ class Sandbox:
         env: dict[str, str] | None = None,
         disabled: Iterable[str] = (),
         checkpoints: Path | None = None,
+        guard: Guard | None = None,
     ) -> None:
         load_builtin_executors()
+        self.guard = guard
+        """Checks the workspace's protected paths after every action (`sandbox/protect.py`)."""
+        self._guard_lock = threading.Lock()
         self.workspace = workspace.resolve()
         self.artifacts = artifacts or Path(tempfile.mkdtemp(prefix="sandbox-artifacts-"))
         self.artifacts.mkdir(parents=True, exist_ok=True)
@@ -94,7 +102,27 @@ class Sandbox:
         return thread
 
     def execute(self, action: Action) -> Observation:
-        """Carry out `action` with its executor; errors come back as observations."""
+        """Carry out `action` with its executor, then check the protected paths; errors come
+        back as observations."""
+        observation = self._execute(action)
+        found = self.check_protected()
+        if not found:
+            return observation
+        from sandbox.profile import tell
+
+        return tell(observation, found)
+
+    def check_protected(self) -> list[object]:
+        """Neutralise what the agent left under protected paths (`Guard.check`)."""
+        if self.guard is None:
+            return []
+        with self._guard_lock:
+            try:
+                return list(self.guard.check())
+            except Exception as exc:  # a guard bug must not lose the action's observation
+                return [f"the protected paths could not be checked: {exc}"]
+
+    def _execute(self, action: Action) -> Observation:
         name = self._executor_name(action.kind)
         if name is None:
             return ErrorObservation(content=f"No executor handles actions of kind '{action.kind}'.")
@@ -129,6 +157,7 @@ class Sandbox:
         for executor in executors.values():
             with contextlib.suppress(Exception):  # closing must reach every executor
                 executor.close()
+        self.check_protected()  # what a background process wrote before it was killed
 
     def _publish(self, event: object) -> None:
         for listener in list(self._listeners):

@@ -81,6 +81,8 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     ]
     options |= {"workspace": workspace, "env": dict(box.env), "disable": disabled}
     options["limits"] = limits_of(config)
+    # A home folder the person confirmed: its dotfiles are protected paths too.
+    options["home_like"] = bool(home_protected(workspace))
     if box.runtime == "local":
         options |= {"isolation": box.local.isolation, "network": box.local.network}
         options["agent_uid"] = box.local.agent_uid

@@ -25,6 +25,7 @@ from sandbox import limits
 from sandbox.executors.base import ExecutorContext, ExecutorUnavailable, StreamListener, register
 from sandbox.executors.bash_session import ShellSession, ShellStartError, terminate_signal_name
 from sandbox.executors.bash_split import split_commands
+from sandbox.profile import refused_write_note
 from sandbox.protocol import (
     Action,
     CmdOutputObservation,
@@ -250,6 +251,8 @@ class BashExecutor:
             else:
                 code = session.last_exit
                 note = _join(note, _signal_note(code))
+                if code != 0:
+                    note = _join(note, refused_write_note(content))
             return CmdOutputObservation(
                 command=action.command, content=content, exit_code=code, cwd=session.cwd, note=note
             )

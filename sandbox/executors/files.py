@@ -38,6 +38,7 @@ from sandbox.executors.files_view import (
     unified_diff,
     view_big,
 )
+from sandbox.profile import is_protected, refusal
 from sandbox.protocol import (
     Action,
     ErrorObservation,
@@ -99,6 +100,8 @@ class FileEditor:
         try:
             path = self._absolute(action.path)
             self._refuse_protected(path)
+            if action.command != "view":
+                self._refuse_profile(path)
             handler = {
                 "view": self._view,
                 "create": self._create,
@@ -321,6 +324,15 @@ class FileEditor:
                     f"{path} is in the sandbox's checkpoint store ({folder}), which only the "
                     "sandbox itself may change. Nothing was done."
                 )
+
+    def _refuse_profile(self, path: Path) -> None:
+        """Refuse a write under one of the workspace's protected paths (`sandbox/profile.py`),
+        named as given or reached through a symlink."""
+        for candidate in (path, Path(os.path.realpath(path))):
+            if candidate.is_relative_to(self.workspace):
+                why = is_protected(str(candidate.relative_to(self.workspace)))
+                if why is not None:
+                    raise EditRefused(refusal(str(path), why))
 
     def _require_file(self, path: Path) -> None:
         if path.is_dir():

@@ -12,6 +12,7 @@ this outer bwrap, which the server needs to start the nested, capability-less on
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -51,13 +52,16 @@ def bwrap_command(
     readable: Sequence[Path] = (),
     read_only: Sequence[Path] = (),
     tmpfs_size: int = 0,
+    pinned: Sequence[Path] = (),
 ) -> list[str]:
     """The `bwrap ...` prefix that runs a command with only `workspace` (and `writable`) writable.
 
     `readable` adds folders the command needs to read (the Python installation, the package);
-    `read_only` makes those of its folders inside the workspace that exist unchangeable;
-    `tmpfs_size` caps each of /tmp, /run and /dev/shm at that many bytes (0: half the RAM each,
-    the kernel's default).
+    `read_only` makes those of its files and folders inside the workspace that exist
+    unchangeable (the profile's protected paths): a read-only bind of a file also refuses a
+    rename over it (EBUSY), which is how git replaces `.git/config`. `pinned` folders stay
+    writable but cannot be renamed or removed (the workspace's `.git`). `tmpfs_size` caps each
+    of /tmp, /run and /dev/shm at that many bytes (0: half the RAM each, the kernel's default).
     """
     why = bwrap_available()
     if why is not None:
@@ -86,11 +90,20 @@ def bwrap_command(
         args += ["--ro-bind", str(path), str(path)]
     for path in _outermost([workspace, *writable]):
         args += ["--bind", str(path), str(path)]
-    protected = [p for p in read_only if p.exists() and not p.is_symlink()]
-    for path in protected:  # folders and files (a home's dotfiles)
-        args += ["--ro-bind", str(path), str(path)]
+    for path in pinned:
+        # Bound over itself, writable: a mount point cannot be renamed or removed (EBUSY), so
+        # the agent cannot move the person's `.git` away and put one of its own in its place.
+        if path.is_dir() and os.path.realpath(path) == str(path):
+            args += ["--bind", str(path), str(path)]
+    protected = []
+    for path in read_only:  # folders and files (protected paths, a home's dotfiles)
+        # Not through a symlink: bwrap would bind wherever it points.
+        real = (path.is_dir() or path.is_file()) and os.path.realpath(path) == str(path)
+        if real:
+            protected.append(path)
+            args += ["--ro-bind", str(path), str(path)]
     for path in writable:  # what must stay writable inside them (a store under ~/.local)
-        if path.exists() and any(path.resolve().is_relative_to(p.resolve()) for p in protected):
+        if path.exists() and any(path.resolve().is_relative_to(p) for p in protected):
             args += ["--bind", str(path.resolve()), str(path.resolve())]
     home = "/tmp/home"
     args += ["--dir", home, "--setenv", "HOME", home, "--chdir", str(workspace)]

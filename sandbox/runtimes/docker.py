@@ -38,6 +38,7 @@ from sandbox.runtimes.docker_image import (
     in_container,
     log,
 )
+from sandbox.runtimes.host_guard import HostGuard
 
 SERVER_PORT = 8000
 CHECKPOINTS = "/checkpoints"
@@ -125,6 +126,7 @@ class DockerRuntime(ServerRuntime):
         disable: Sequence[str] = (),
         checkpoints: Path | None = None,
         limits: Limits | None = None,
+        home_like: bool = False,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
@@ -148,6 +150,13 @@ class DockerRuntime(ServerRuntime):
         self.checkpoints = checkpoints
         """The workspace's checkpoint store on the host, mounted at /checkpoints (None: one
         inside the container, gone with it)."""
+        self.home_like = home_like
+        """The workspace is a home folder: its root dotfiles are protected paths too."""
+        self.host_guard: HostGuard | None = None
+        """The app's own check of the protected paths (`host_guard.py`); None when the engine
+        does not see our paths (this process in a container, the engine elsewhere)."""
+        if (not in_container() or _local_dockerd()) and Path(self.workspace).is_absolute():
+            self.host_guard = HostGuard(Path(self.workspace), home_like, str(os.getpid()))
         self.image: str | None = None
         self.container_name: str | None = None
         self._docker: Any = None
@@ -159,6 +168,8 @@ class DockerRuntime(ServerRuntime):
     async def _launch(self) -> SandboxClient:
         import docker.errors
 
+        if self.host_guard is not None:
+            self.host_guard.check()
         try:
             return await self._launch_container()
         except (docker.errors.DockerException, OSError) as exc:
@@ -201,6 +212,12 @@ class DockerRuntime(ServerRuntime):
             return
         await asyncio.to_thread(_remove, container)
         _close_quietly(lifeline)
+
+    async def close(self) -> None:
+        """Remove the container, then neutralise what the agent left under protected paths."""
+        await super().close()
+        if self.host_guard is not None:
+            self.host_guard.check()
 
     def _alive(self) -> bool:
         # Asking the engine before every action would cost more than the action; a dead
@@ -274,6 +291,17 @@ class DockerRuntime(ServerRuntime):
         if self.checkpoints is not None:
             self.checkpoints.mkdir(parents=True, exist_ok=True)
             mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
+        # The person's .git bound over itself (it cannot be renamed), the protected paths that
+        # exist (.git/config, hooks ...) read-only over the workspace.
+        guard = self.host_guard
+        over: list[tuple[Path, str]] = []
+        if guard is not None:
+            over = [(p, "rw") for p in guard.pinned()] + [(p, "ro") for p in guard.existing()]
+        for path, mode in over:
+            inside = path.relative_to(self.workspace).as_posix()
+            # From the workspace as the agent is shown it (idmapped or not), so a pinned .git
+            # stays writable for a non-root agent.
+            mounts[str(shown / inside)] = {"bind": f"/workspace/{inside}", "mode": mode}
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
@@ -303,6 +331,8 @@ class DockerRuntime(ServerRuntime):
                 command += ["--checkpoints", CHECKPOINTS]
             for executor in self.disable:
                 command += ["--disable", executor]
+            if self.home_like:
+                command.append("--home-like")
             if not self.keep_alive:
                 command.append("--watch-stdin")  # the lifeline: see _attach_lifeline
             container = self._docker.containers.create(

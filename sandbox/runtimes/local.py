@@ -40,9 +40,11 @@ from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
 from sandbox.limits import AgentCgroup, InForce, Limits, events_spec, plan
+from sandbox.quarantine import copy_regular
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.agent_user import agent_user, default_agent_uid, runs_as_own_uid
 from sandbox.runtimes.base import ServerRuntime
+from sandbox.runtimes.host_guard import HostGuard
 from sandbox.runtimes.leftovers import SESSION_ENV, kill, session_processes
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ class LocalRuntime(ServerRuntime):
         mcp_mounts: Sequence[tuple[str, bool]] | None = None,
         limits: Limits | None = None,
         agent_uid: int = -1,
+        home_like: bool = False,
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -108,8 +111,14 @@ class LocalRuntime(ServerRuntime):
         self.limits_in_force: InForce | None = None
         """Which limits hold and how (set at start)."""
         self._cgroup: AgentCgroup | None = None
+        self.home_like = home_like
+        """The workspace is a home folder: its root dotfiles are protected paths too."""
         self.session_id = secrets.token_hex(8)
         self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
+        self.quarantine = self._tmp / "quarantine"
+        """Where the guard moves what the agent left under protected paths (`protect.py`)."""
+        self.host_guard = HostGuard(self.workspace, home_like, self.session_id)
+        """The app's own check of the protected paths (`host_guard.py`)."""
         leftovers.record_owner(self._tmp, self.session_id)
         self.sweeper = leftovers.sweep_in_background()
         """Removing what apps that died left (temp folders, containers): a daemon thread."""
@@ -126,6 +135,7 @@ class LocalRuntime(ServerRuntime):
         if not self.workspace.is_dir():
             raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
         self.artifacts.mkdir(parents=True, exist_ok=True)
+        self.host_guard.check()
         token = secrets.token_urlsafe(32)
         token_fd = _token_pipe(token)
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
@@ -136,6 +146,9 @@ class LocalRuntime(ServerRuntime):
             command += ["--checkpoints", str(self.checkpoints)]
         for name in self.disable:
             command += ["--disable", name]
+        command += ["--quarantine", str(self.quarantine)]
+        if self.home_like:
+            command.append("--home-like")
         if not self.warm_up:
             command.append("--no-warm-up")
         command = self._limited(command)
@@ -226,8 +239,17 @@ class LocalRuntime(ServerRuntime):
         return f"The server's log is {self.log_file}."
 
     async def close(self) -> None:
-        """Stop the server and every process of the session, then remove the temporary files."""
+        """Stop the server and every process of the session, neutralise what the agent left
+        under protected paths, then remove the temporary files."""
         await super().close()
+        self.host_guard.check()
+        if self.quarantine.is_dir():  # what the server moved away, kept for the person
+            with contextlib.suppress(OSError):
+                kept = self.host_guard.quarantine
+                shutil.copytree(
+                    self.quarantine, kept, symlinks=True, dirs_exist_ok=True,
+                    copy_function=copy_regular,  # the agent can write there: no FIFO may block
+                )  # fmt: skip
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     # ------------------------------------------------------------------ helpers
@@ -305,7 +327,11 @@ class LocalRuntime(ServerRuntime):
                 self.workspace,
                 writable=writable,
                 readable=readable,
-                read_only=[self.workspace / name for name in self.read_only],
+                read_only=[
+                    *(self.workspace / name for name in self.read_only),
+                    *self.host_guard.existing(),
+                ],
+                pinned=self.host_guard.pinned(),
                 tmpfs_size=self.limits.tmpfs,
             )
             + self._mcp_stage()
