@@ -63,7 +63,7 @@ def agent_parts(agent: AgentUser) -> tuple[list[str], list[str]] | str:
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         return "setpriv is not installed (it comes with util-linux)"
-    from sandbox import idmap
+    from sandbox import idmap, ro_mounts
 
     hidden = Path(tempfile.mkdtemp(prefix="wb-agent-mounts-"))
     options: list[str] = []
@@ -73,6 +73,7 @@ def agent_parts(agent: AgentUser) -> tuple[list[str], list[str]] | str:
             place = hidden / str(index)
             place.mkdir()
             idmap.attach(tree, str(place))
+            ro_mounts.mirror(target, str(place))  # locks made later reach the agent's view
             options += ["--bind", str(place), target]
     except OSError as exc:
         return f"cannot make the agent's idmapped mounts: {exc}"

@@ -31,6 +31,10 @@ MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _stage: Path | None = None
+_mirrors: list[tuple[str, str]] = []
+"""(folder, mirror): other mounts of a folder that agent processes see in its place (the
+agent's idmapped view of the workspace, `agent_uid.py`). A lock under the folder is made under
+each mirror too: a bind under the folder itself would stay hidden beneath the mirror."""
 
 
 def _mount(source: str | None, target: str, flags: int) -> None:
@@ -47,6 +51,22 @@ def share(workspace: Path) -> str | None:
     except OSError as exc:
         return str(exc)
     return None
+
+
+def mirror(folder: str, place: str) -> None:
+    """Agent processes see the mount at `place` where `folder` is: make it shared (so later
+    locks under it reach them, as `share` does for the folder) and lock under it too."""
+    _mount(None, place, MS_SHARED | MS_REC)
+    _mirrors.append((folder, place))
+
+
+def _mirrored(path: str) -> list[str]:
+    """The paths under the mirrors that stand for `path` (a real path, no symlink in it)."""
+    found = []
+    for folder, place in _mirrors:
+        if path == folder or path.startswith(folder.rstrip("/") + "/"):
+            found.append(place + path[len(folder) :])
+    return found
 
 
 def _staging() -> Path:
@@ -72,6 +92,13 @@ def bind_read_only(fd: int) -> None:
     try:
         _mount(None, str(stage), MS_PRIVATE)
         _mount(None, str(stage), MS_REMOUNT | MS_BIND | MS_RDONLY)
+        for there in _mirrored(os.readlink(here)):
+            # Named without following a link at its end (the agent writes under the mirror).
+            mirror_fd = os.open(there, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                _mount(str(stage), f"/proc/self/fd/{mirror_fd}", MS_BIND)
+            finally:
+                os.close(mirror_fd)
         _mount(str(stage), here, MS_BIND)
     finally:
         _libc.umount2(str(stage).encode(), MNT_DETACH)
@@ -79,6 +106,8 @@ def bind_read_only(fd: int) -> None:
 
 def unbind(path: str) -> None:
     """Remove the read-only bind at `path` (ours), for every agent process; OSError if not."""
+    for there in _mirrored(os.path.realpath(path)):
+        _libc.umount2(there.encode(), MNT_DETACH)
     if _libc.umount2(path.encode(), MNT_DETACH) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"umount {path}: {os.strerror(error)}")
