@@ -33,6 +33,16 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
+from sandbox.store_files import (
+    CheckpointError,
+    check_store,
+    make_folder,
+    read_file,
+    write_file,
+)
+
+__all__ = ["STORE_CONFIG", "Changes", "Checkpoint", "CheckpointError", "CheckpointStore"]
+
 DEFAULT_IGNORES = (
     "node_modules/",
     ".venv/",
@@ -58,21 +68,21 @@ STORE_CONFIG = b"""[core]
 \tlooseCompression = 1
 \tfsmonitor = false
 \thooksPath = /dev/null
+\tsharedRepository = 0600
 [gc]
 \tauto = 0
 [advice]
 \taddEmbeddedRepo = false
 """
 """The store's whole config, written by workbench and put back before every git command:
-nothing else may name a command for git to run (see `CheckpointStore._guard`)."""
+nothing else may name a command for git to run (see `CheckpointStore._guard`); what git writes
+is readable by its owner only (`sharedRepository = 0600`)."""
+_EARLIER_CONFIG = STORE_CONFIG.replace(b"\tsharedRepository = 0600\n", b"")
+"""What stores made before files were kept private hold: replaced without a warning."""
 SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 """Given to every git command as well, should the config change while it runs."""
 
 _MANAGED = "# workbench: files over the size limit (rewritten at each checkpoint)\n"
-
-
-class CheckpointError(Exception):
-    """A checkpoint or restore that could not be done; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,7 @@ class CheckpointStore:
     _dirs: tuple[str, list[str]] = field(default=("", []), init=False, repr=False)
     _skipped: list[str] = field(default_factory=list, init=False, repr=False)
     _refresh_after: float = field(default=0.0, init=False, repr=False)
+    _checked: bool = field(default=False, init=False, repr=False)
 
     # ------------------------------------------------------------------ git
 
@@ -138,18 +149,17 @@ class CheckpointStore:
     def _guard(self) -> None:
         """Put the store's own settings back if anything changed them: its config names
         commands git runs (`core.fsmonitor`, filter and diff drivers, `include.path`), and
-        git runs here in the sandbox server and on the host (`workbench rewind`)."""
+        git runs here in the sandbox server and on the host (`workbench rewind`). Once per
+        store object, the whole store is checked first: no symlink, private (`check_store`)."""
+        if not self._checked:
+            check_store(self.path)
+            self._checked = True
         target = self.path / "config"
-        try:
-            current = target.read_bytes()
-        except OSError:
-            current = b""
+        current = read_file(self.path, target) or b""
         if current != STORE_CONFIG:
-            if current:
+            if current and current != _EARLIER_CONFIG:
                 log.warning("the checkpoint store's config %s was changed: reset", target)
-            temporary = self.path / f".config.{self.key}.tmp"
-            temporary.write_bytes(STORE_CONFIG)
-            temporary.replace(target)  # replaces a symlink itself, never its target
+            write_file(self.path, target, STORE_CONFIG)
         for planted in ("objects/info/alternates", "info/attributes", "commondir"):
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 (self.path / planted).unlink()
@@ -192,13 +202,17 @@ class CheckpointStore:
 
     def _ready(self) -> bool:
         """Create the store if it does not exist; True when it was just created."""
-        if (self.path / "HEAD").is_file():
-            return False
+        if os.path.lexists(self.path):
+            self._guard()  # checks the store before anything reads it
+            if (self.path / "HEAD").is_file():
+                return False
         if shutil.which("git") is None:
             raise CheckpointError("checkpoints need git, and it is not installed in the sandbox")
         if not self.workspace.is_dir():
             raise CheckpointError(f"the workspace {self.workspace} does not exist")
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            self.path.mkdir(mode=0o700)
         made = subprocess.run(
             ["git", "init", "-q", "--bare", "--template=", str(self.path)],
             capture_output=True,
@@ -207,17 +221,16 @@ class CheckpointStore:
         if made.returncode != 0:
             why = made.stderr.decode(errors="replace").strip() or f"exit {made.returncode}"
             raise CheckpointError(f"cannot create the checkpoint store {self.path}: {why}")
+        self._checked = False  # git made its folders with the umask's modes: made private
         self._guard()
-        (self.path / "info").mkdir(exist_ok=True)
+        make_folder(self.path, self.path / "info")
         self._write_excludes([])
         return True
 
     def _write_excludes(self, large: Sequence[str]) -> None:
         lines = [*self.ignore, _MANAGED, *("/" + _glob_escape(p) for p in large)]
-        target = self.path / "info" / "exclude"
-        temporary = target.with_name(f".exclude.{self.key}.tmp")
-        temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        temporary.replace(target)  # a new file: the store may have been made by another uid
+        text = "\n".join(lines) + "\n"
+        write_file(self.path, self.path / "info" / "exclude", text.encode("utf-8"))
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -352,24 +365,22 @@ class CheckpointStore:
         data = b"commit %d\0" % len(body) + body
         sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()
         target = self.path / "objects" / sha[:2] / sha[2:]
-        if not target.exists():
-            target.parent.mkdir(exist_ok=True)
-            temporary = target.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
-            temporary.write_bytes(zlib.compress(data, 1))
-            temporary.replace(target)
+        if not os.path.lexists(target):
+            make_folder(self.path, target.parent)
+            write_file(self.path, target, zlib.compress(data, 1))
         return sha
 
     def _set_head(self, commit: str) -> None:
-        self.ref.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.ref.with_name(f".{self.key}.tmp")
-        temporary.write_text(commit + "\n", encoding="ascii")
-        temporary.replace(self.ref)
+        make_folder(self.path, self.ref.parent)
+        write_file(self.path, self.ref, f"{commit}\n".encode("ascii"))
         self._head = commit
 
     def head(self) -> str | None:
         """The latest checkpoint's commit, or None before the first."""
-        if self._head is None and self.ref.is_file():
-            self._head = self.ref.read_text(encoding="ascii").strip() or None
+        if self._head is None and os.path.lexists(self.path):
+            self._guard()
+            found = read_file(self.path, self.ref) or b""
+            self._head = found.decode("ascii", "replace").strip() or None
         return self._head
 
     def forget(self) -> None:
@@ -396,7 +407,7 @@ class CheckpointStore:
 
     def _update_large(self, candidates: Sequence[str]) -> list[str]:
         """Leave files over the size limit out (and take back those that shrank)."""
-        excludes = (self.path / "info" / "exclude").read_text(encoding="utf-8")
+        excludes = (read_file(self.path, self.path / "info" / "exclude") or b"").decode()
         section = excludes.split(_MANAGED, 1)[1] if _MANAGED in excludes else ""
         before = sorted(_glob_unescape(line[1:]) for line in section.splitlines() if line)
         large = set(before)

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
-from workbench.checkpoint_store import REWINDS, checkpoint_store_of, record_rewind
+from sandbox.store_files import check_store
+from workbench.checkpoint_store import (
+    checkpoint_store_of,
+    drop_last_rewind,
+    record_rewind,
+    rewind_records,
+)
 from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
 
@@ -173,8 +179,8 @@ def rewind(found: SessionCheckpoints, store: CheckpointStore, plan: RewindPlan) 
 
 def undo_plan(found: SessionCheckpoints, store: CheckpointStore) -> RewindPlan:
     """The plan that puts back the state the last rewind of this session replaced."""
-    records = found.store / REWINDS / f"{found.session_id}.jsonl"
-    lines = records.read_text(encoding="utf-8").splitlines() if records.is_file() else []
+    store.head()  # checks the store before its records are read
+    lines = rewind_records(found.store, found.session_id)
     if not lines:
         raise CheckpointCommandError(
             f"session {found.session_id} has no rewind to undo; nothing was changed."
@@ -186,9 +192,7 @@ def undo_plan(found: SessionCheckpoints, store: CheckpointStore) -> RewindPlan:
 
 
 def _drop_last_rewind(found: SessionCheckpoints) -> None:
-    records = found.store / REWINDS / f"{found.session_id}.jsonl"
-    lines = records.read_text(encoding="utf-8").splitlines()
-    records.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
+    drop_last_rewind(found.store, found.session_id)
 
 
 # --------------------------------------------------------------------------- the commands
@@ -237,6 +241,7 @@ def checkpoints_command(argv: Sequence[str]) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per step")
     args = parser.parse_args(argv)
     found = _session(args)
+    check_store(found.store)  # a tampered store is said before its steps are offered
     for step in found.steps:
         event = step.event
         changes = Changes(tuple(event.added), tuple(event.changed), tuple(event.deleted))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from pathlib import Path
 from typing import ClassVar
 
 from sandbox.checkpoints import DEFAULT_IGNORES, Checkpoint, CheckpointError, CheckpointStore
@@ -24,14 +25,14 @@ class CheckpointExecutor:
     name: ClassVar[str] = "checkpoints"
     action_kinds: ClassVar[tuple[str, ...]] = ("checkpoint", "restore")
 
-    def __init__(self, context: ExecutorContext) -> None:
-        path = context.checkpoints or context.artifacts.parent / "checkpoints.git"
-        self.store = CheckpointStore(path, context.workspace, key=secrets.token_hex(6))
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> CheckpointExecutor:
         """Built by the sandbox on the first checkpoint."""
-        return cls(context)
+        path = context.checkpoints or context.artifacts.parent / "checkpoints.git"
+        return cls(on_store(path, context.workspace))
 
     def execute(self, action: Action) -> Observation:
         """Take a checkpoint, or restore one (after checkpointing the present)."""
@@ -56,6 +57,11 @@ class CheckpointExecutor:
     def close(self) -> None:
         """Drop this sandbox's index and branch; the checkpoints stay in the store."""
         self.store.forget()
+
+
+def on_store(path: Path, workspace: Path) -> CheckpointStore:
+    """A new sandbox's view of the store at `path`: an index and branch of its own."""
+    return CheckpointStore(path, workspace, key=secrets.token_hex(6))
 
 
 def _observed(checkpoint: Checkpoint) -> CheckpointObservation:

@@ -26,6 +26,8 @@ from typing import Any
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
+from sandbox.executors.checkpoints import CheckpointExecutor, on_store
+from sandbox.protocol import Action, CheckpointAction, Observation, RestoreAction
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
@@ -39,8 +41,6 @@ from sandbox.runtimes.docker_image import (
 )
 
 SERVER_PORT = 8000
-CHECKPOINTS = "/checkpoints"
-"""Where the workspace's checkpoint store is mounted in the container."""
 LABEL = leftovers.CONTAINER_LABEL
 """Every container we start carries this label (value "1"), so stale ones can be found."""
 TOKEN_FILE = "/.sandbox-token"
@@ -139,13 +139,36 @@ class DockerRuntime(ServerRuntime):
         self.progress = progress
         self.disable = tuple(disable)
         self.checkpoints = checkpoints
-        """The workspace's checkpoint store on the host, mounted at /checkpoints (None: one
-        inside the container, gone with it)."""
+        """The workspace's checkpoint store on the host (None: one inside the container, gone
+        with it). Never mounted: checkpoints run here, on the host, so the agent cannot plant
+        anything in the store that `workbench rewind` would later follow."""
+        self._host_checkpoints: CheckpointExecutor | None = None
         self.image: str | None = None
         self.container_name: str | None = None
         self._docker: Any = None
         self._container: Any = None
         self._lifeline: Any = None
+
+    async def execute(self, action: Action) -> Observation:
+        """Run `action` in the container; checkpoints and restores run on the host, on a store
+        the container never sees."""
+        store = self.checkpoints
+        if (
+            store
+            and self.state != "closed"
+            and isinstance(action, CheckpointAction | RestoreAction)
+        ):
+            if self._host_checkpoints is None:
+                self._host_checkpoints = CheckpointExecutor(on_store(store, Path(self.workspace)))
+            return await asyncio.to_thread(self._host_checkpoints.execute, action)
+        return await super().execute(action)
+
+    async def close(self) -> None:
+        """Stop the container (see `ServerRuntime.close`), then drop this session's index."""
+        await super().close()
+        checkpoints, self._host_checkpoints = self._host_checkpoints, None
+        if checkpoints is not None:
+            await asyncio.to_thread(checkpoints.close)
 
     # ------------------------------------------------------------------ ServerRuntime hooks
 
@@ -214,7 +237,7 @@ class DockerRuntime(ServerRuntime):
             str(self.user_id),
             str(self.group_id),
             "lifeline" if not self.keep_alive else "kept",
-            str(self.checkpoints or ""),
+            "checkpoints on the host",  # a container that mounted the store is not reused
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
             *self.disable,
@@ -259,9 +282,6 @@ class DockerRuntime(ServerRuntime):
                         "fix SANDBOX_VOLUMES / [sandbox] volumes."
                     )
         mounts = {self.workspace: {"bind": "/workspace", "mode": "rw"}}
-        if self.checkpoints is not None:
-            self.checkpoints.mkdir(parents=True, exist_ok=True)
-            mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
@@ -285,8 +305,6 @@ class DockerRuntime(ServerRuntime):
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
             command += ["--workspace", "/workspace"]
-            if self.checkpoints is not None:
-                command += ["--checkpoints", CHECKPOINTS]
             for executor in self.disable:
                 command += ["--disable", executor]
             if not self.keep_alive:
