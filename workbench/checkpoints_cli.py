@@ -30,6 +30,7 @@ from workbench.checkpoint_store import (
 )
 from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
+from workbench.safe_text import safe_streams
 
 if TYPE_CHECKING:
     from workbench.session_log import LoadedSession
@@ -336,12 +337,18 @@ COMMANDS = {"checkpoints": checkpoints_command, "rewind": rewind_command, "diff"
 
 
 def run(name: str, argv: Sequence[str]) -> int:
-    """Run checkpoint command `name`; bad input and store failures become clear exit codes."""
+    """Run checkpoint command `name`; bad input and store failures become clear exit codes.
+    File names and diffs come from the workspace: what is printed goes through `terminal_safe`."""
     from workbench.config import ConfigError
 
+    with safe_streams():
+        return _run(name, argv, ConfigError)
+
+
+def _run(name: str, argv: Sequence[str], config_error: type[Exception]) -> int:
     try:
         return COMMANDS[name](argv)
-    except (CheckpointCommandError, ConfigError) as exc:
+    except (CheckpointCommandError, config_error) as exc:
         print(f"workbench {name}: {exc}", file=sys.stderr)
         return USAGE
     except CheckpointError as exc:

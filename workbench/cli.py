@@ -106,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, json_mode: bool = False) -> int:
-    print(f"workbench: error: {message}", file=sys.stderr)
+    from workbench.safe_text import terminal_safe
+
+    print(terminal_safe(f"workbench: error: {message}"), file=sys.stderr)
     if json_mode:
         import json
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -46,9 +47,9 @@ class CheckpointExecutor:
                 changes = self.store.restore(action.commit)
                 return CheckpointObservation(
                     commit=action.commit,
-                    added=list(changes.added),
-                    changed=list(changes.changed),
-                    deleted=list(changes.deleted),
+                    added=_names(changes.added),
+                    changed=_names(changes.changed),
+                    deleted=_names(changes.deleted),
                 )
         except CheckpointError as exc:
             return ErrorObservation(content=str(exc))
@@ -68,12 +69,18 @@ def _observed(checkpoint: Checkpoint) -> CheckpointObservation:
     changes = checkpoint.changes
     return CheckpointObservation(
         commit=checkpoint.commit,
-        added=list(changes.added),
-        changed=list(changes.changed),
-        deleted=list(changes.deleted),
-        skipped=list(checkpoint.skipped),
+        added=_names(changes.added),
+        changed=_names(changes.changed),
+        deleted=_names(changes.deleted),
+        skipped=_names(checkpoint.skipped),
         seconds=checkpoint.seconds,
     )
+
+
+def _names(paths: Sequence[str]) -> list[str]:
+    """`paths` as text JSON can carry: a byte of a name that is not UTF-8 becomes U+FFFD (such
+    a name once made the observation fail to send, and the step's checkpoint went unrecorded)."""
+    return [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
 
 
 def _git_missing() -> str | None:
