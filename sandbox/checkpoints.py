@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
+from sandbox.checkpoint_reads import misread
 from sandbox.store_files import (
     CheckpointError,
     check_store,
@@ -77,6 +78,9 @@ STORE_CONFIG = b"""[core]
 """The store's whole config, written by workbench and put back before every git command:
 nothing else may name a command for git to run (see `CheckpointStore._guard`); what git writes
 is readable by its owner only (`sharedRepository = 0600`)."""
+ATTRIBUTES = b"* -text -eol -filter -ident -working-tree-encoding\n"
+"""The store's own attributes, above any `.gitattributes` in the workspace: files are stored
+byte for byte (no line-ending or encoding conversion, no filter)."""
 _EARLIER_CONFIG = STORE_CONFIG.replace(b"\tsharedRepository = 0600\n", b"")
 """What stores made before files were kept private hold: replaced without a warning."""
 SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
@@ -128,6 +132,9 @@ class CheckpointStore:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     key: str = "main"
     """Whose checkpoints: each sandbox has its own index and branch in a shared store."""
+    reread: bool = False
+    """Read each staged file again without following symlinks (`checkpoint_reads.py`): set
+    where the checkpoint runs outside the agent's sandbox, on the host."""
     _head: str | None = field(default=None, init=False, repr=False)
     _dirs: tuple[str, list[str]] = field(default=("", []), init=False, repr=False)
     _skipped: list[str] = field(default_factory=list, init=False, repr=False)
@@ -160,7 +167,10 @@ class CheckpointStore:
             if current and current != _EARLIER_CONFIG:
                 log.warning("the checkpoint store's config %s was changed: reset", target)
             write_file(self.path, target, STORE_CONFIG)
-        for planted in ("objects/info/alternates", "info/attributes", "commondir"):
+        attributes = self.path / "info" / "attributes"
+        if os.path.isdir(attributes.parent) and read_file(self.path, attributes) != ATTRIBUTES:
+            write_file(self.path, attributes, ATTRIBUTES)  # over anything planted there
+        for planted in ("objects/info/alternates", "commondir"):
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 (self.path / planted).unlink()
 
@@ -311,12 +321,27 @@ class CheckpointStore:
                     "--pathspec-file-nul",
                     input="\0".join(paths).encode(errors="surrogateescape"),
                 )
+        if self.reread and (first or not changes.empty):
+            self._reread(None if first else {*listed, *(f"{f}/" for f in new_folders)})
         tree = self._git("write-tree").decode().strip()
         meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
         commit = self._write_commit(tree, parent, json.dumps(meta))
         self._set_head(commit)
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
+
+    def _reread(self, wanted: set[str] | None) -> None:
+        """Store what each staged file (of `wanted`, None: all) holds, read again without
+        following a symlink, where git stored something else; unstage what is no file now."""
+        differ, gone = misread(self.workspace, self._git("ls-files", "-s", "-z"), wanted)
+        for mode, name, data in differ:
+            log.warning("checkpoint: %s changed or was swapped while read; read again", name)
+            sha = self._git("hash-object", "-w", "--no-filters", "--stdin", input=data)
+            info = f"{mode},{sha.decode().strip()},{name}"
+            self._git("update-index", "--add", "--cacheinfo", info)
+        if gone:
+            names = "\0".join(gone).encode(errors="surrogateescape")
+            self._git("update-index", "--force-remove", "-z", "--stdin", input=names)
 
     def _through_symlink(self, name: str) -> bool:
         """True when a folder on the way to `name` in the workspace is a symlink."""

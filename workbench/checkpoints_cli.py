@@ -147,6 +147,7 @@ def open_store(
         ignore=tuple(config.ignore),
         max_file_bytes=int(config.max_file_mb * 1024 * 1024),
         key=key,
+        reread=True,  # on the host: what git read is read again without following symlinks
     )
 
 

@@ -60,9 +60,10 @@ class CheckpointExecutor:
         self.store.forget()
 
 
-def on_store(path: Path, workspace: Path) -> CheckpointStore:
-    """A new sandbox's view of the store at `path`: an index and branch of its own."""
-    return CheckpointStore(path, workspace, key=secrets.token_hex(6))
+def on_store(path: Path, workspace: Path, reread: bool = False) -> CheckpointStore:
+    """A new sandbox's view of the store at `path`: an index and branch of its own
+    (`reread`: outside the agent's sandbox, see `CheckpointStore.reread`)."""
+    return CheckpointStore(path, workspace, key=secrets.token_hex(6), reread=reread)
 
 
 def _observed(checkpoint: Checkpoint) -> CheckpointObservation:

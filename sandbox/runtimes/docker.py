@@ -159,7 +159,9 @@ class DockerRuntime(ServerRuntime):
             and isinstance(action, CheckpointAction | RestoreAction)
         ):
             if self._host_checkpoints is None:
-                self._host_checkpoints = CheckpointExecutor(on_store(store, Path(self.workspace)))
+                self._host_checkpoints = CheckpointExecutor(
+                    on_store(store, Path(self.workspace), reread=True)
+                )
             return await asyncio.to_thread(self._host_checkpoints.execute, action)
         return await super().execute(action)
 
