@@ -175,6 +175,8 @@ def sweep_folders(root: Path | None = None, budget_s: float = SWEEP_BUDGET_S) ->
                 break
             if not entry.name.startswith(LOCAL_PREFIX) or not entry.is_dir(follow_symlinks=False):
                 continue
+            if entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue  # another user's: its record could name one of our live sessions
             record = read_owner(entry.path)
             if record is None or owner_alive(record[0], record[1]):
                 continue

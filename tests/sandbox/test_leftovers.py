@@ -218,6 +218,19 @@ def test_the_sweep_reads_no_fifo_symlink_or_big_file(tmp_path: Path) -> None:
     assert not dead.exists() and len(list(tmp_path.iterdir())) == 3
 
 
+def test_the_sweep_leaves_another_user_s_folder(tmp_path: Path) -> None:
+    """A folder of another uid with a dead owner's record naming a session is not trusted: its
+    record could name one of our live sessions, whose processes the sweep would kill."""
+    theirs = tmp_path / f"{leftovers.LOCAL_PREFIX}theirs"
+    theirs.mkdir()
+    (theirs / leftovers.OWNER_FILE).write_text(json.dumps({"pid": 1, "start": "0", "session": ""}))
+    if os.geteuid() == 0:  # as root, hand it to another uid; otherwise it is ours anyway
+        os.chown(theirs, 65534, 65534)
+        assert leftovers.sweep_folders(tmp_path) == [] and theirs.exists()
+        os.chown(theirs, 0, 0)
+    assert leftovers.sweep_folders(tmp_path) == [theirs] and not theirs.exists()
+
+
 @pytest.mark.docker
 async def test_a_fifo_in_a_temp_folder_does_not_hold_up_a_start(
     make_runtime: MakeRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
