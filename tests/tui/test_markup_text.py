@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import make_config
 from pilot_wait import waiter
+from test_replay_player import record_session
 from test_rewind_here import FINISH, _app, _screen_text, bash
 
+from workbench.config import load_config
 from workbench.replay.recording import load_recording
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.replay import create_player
+from workbench.tui.rerun import RerunView
 from workbench.tui.screens.rewind import RewindScreen
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PromptInput
@@ -88,3 +91,23 @@ async def test_a_recording_s_notes_show_literally(tmp_path: Path) -> None:
         assert "event [/] skipped" in shown and "event [bold] skipped" in shown, shown
         assert "[@click=app.quit]x" in shown, shown
         assert app.is_running and app.return_code is None
+
+
+async def test_a_rerun_of_a_command_holding_markup_shows_it(tmp_path: Path) -> None:
+    """A step's title in the re-run view is the recorded command, not markup (`[/]` in it
+    raised a MarkupError when the step was shown)."""
+    log = record_session(tmp_path, [bash("echo '[/]' '[bold]x'"), FINISH])
+    again = tmp_path / "again"
+    again.mkdir()
+    overrides = {
+        "sandbox.workspace": str(again),
+        "agent.enable_browser": False,
+        "agent.enable_jupyter": False,
+    }
+    app = RerunView(load_recording(log), load_config(env={}, overrides=overrides))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(pilot, lambda: app.code is not None, "the end of the re-run")
+        await pilot.pause()
+        shown = app.export_screenshot()
+        assert "[/]" in shown and "[bold]x" in shown
+        assert app.code == 0 and app.is_running

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -42,7 +43,8 @@ class StepBlock(Vertical):
         self.result = result
         action = result.action.action
         mark = "✗" if result.differs else ("-" if result.skipped else "=")
-        self.border_title = f"{mark} [{result.step}] {REGISTRY.for_action(action).describe(action)}"
+        described = REGISTRY.for_action(action).describe(action)
+        self.border_title = Text(f"{mark} [{result.step}] {described}")  # a title, not markup
 
     def compose(self) -> ComposeResult:
         """The two texts, or why the step was not re-run."""
