@@ -232,6 +232,7 @@ class CheckpointStore:
             why = made.stderr.decode(errors="replace").strip() or f"exit {made.returncode}"
             raise CheckpointError(f"cannot create the checkpoint store {self.path}: {why}")
         self._checked = False  # git made its folders with the umask's modes: made private
+        write_file(self.path, self.path / "config", STORE_CONFIG)  # git's own, not a change
         self._guard()
         make_folder(self.path, self.path / "info")
         self._write_excludes([])
