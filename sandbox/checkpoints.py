@@ -33,16 +33,26 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
+from sandbox.checkpoint_changes import Changes, Checkpoint, under
 from sandbox.checkpoint_reads import misread
 from sandbox.store_files import (
     CheckpointError,
     check_store,
+    glob_escape,
+    glob_unescape,
     make_folder,
     read_file,
     write_file,
 )
 
-__all__ = ["STORE_CONFIG", "Changes", "Checkpoint", "CheckpointError", "CheckpointStore"]
+__all__ = [
+    "ATTRIBUTES",
+    "STORE_CONFIG",
+    "Changes",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointStore",
+]
 
 DEFAULT_IGNORES = (
     "node_modules/",
@@ -87,39 +97,6 @@ SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 """Given to every git command as well, should the config change while it runs."""
 
 _MANAGED = "# workbench: files over the size limit (rewritten at each checkpoint)\n"
-
-
-@dataclass(frozen=True)
-class Changes:
-    """What differs between two states of the workspace (paths relative to it)."""
-
-    added: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    deleted: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        """True when nothing differs."""
-        return not (self.added or self.changed or self.deleted)
-
-    def lines(self, limit: int) -> list[str]:
-        """One line per path ("+ new", "~ changed", "- gone"), at most `limit` and a count."""
-        rows = [("+", self.added), ("~", self.changed), ("-", self.deleted)]
-        lines = [f"{sign} {name}" for sign, names in rows for name in names]
-        if len(lines) > limit:
-            lines = [*lines[:limit], f"… and {len(lines) - limit} more"]
-        return lines
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """One checkpoint: its commit, what changed since the previous one, what it left out."""
-
-    commit: str
-    changes: Changes
-    skipped: tuple[str, ...] = ()
-    """Files not covered: over the size limit."""
-    seconds: float = 0.0
 
 
 @dataclass
@@ -239,7 +216,7 @@ class CheckpointStore:
         return True
 
     def _write_excludes(self, large: Sequence[str]) -> None:
-        lines = [*self.ignore, _MANAGED, *("/" + _glob_escape(p) for p in large)]
+        lines = [*self.ignore, _MANAGED, *("/" + glob_escape(p) for p in large)]
         text = "\n".join(lines) + "\n"
         write_file(self.path, self.path / "info" / "exclude", text.encode("utf-8"))
 
@@ -435,7 +412,7 @@ class CheckpointStore:
         """Leave files over the size limit out (and take back those that shrank)."""
         excludes = (read_file(self.path, self.path / "info" / "exclude") or b"").decode()
         section = excludes.split(_MANAGED, 1)[1] if _MANAGED in excludes else ""
-        before = sorted(_glob_unescape(line[1:]) for line in section.splitlines() if line)
+        before = sorted(glob_unescape(line[1:]) for line in section.splitlines() if line)
         large = set(before)
         for name in {*candidates, *before}:
             try:
@@ -498,7 +475,7 @@ class CheckpointStore:
         uncovered = [
             name
             for name in changes.added
-            if not _under(name, replaced)
+            if not under(name, replaced)
             and name not in folders
             and os.path.lexists(self.workspace / name)
         ]
@@ -526,25 +503,3 @@ class CheckpointStore:
         self._set_head(commit)
         self._dirs = (commit, wanted)
         return changes
-
-
-def _glob_escape(name: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\!# " else c for c in name)
-
-
-def _glob_unescape(text: str) -> str:
-    out = []
-    escaped = False
-    for char in text:
-        if char == "\\" and not escaped:
-            escaped = True
-            continue
-        out.append(char)
-        escaped = False
-    return "".join(out)
-
-
-def _under(name: str, paths: set[str]) -> bool:
-    """True when a folder above `name` is one of `paths`."""
-    parts = name.split("/")
-    return any("/".join(parts[:i]) in paths for i in range(1, len(parts)))

@@ -148,3 +148,21 @@ def append_line(root: Path, path: Path, line: str) -> None:
         os.write(fd, line.encode("utf-8"))
     finally:
         os.close(fd)
+
+
+def glob_escape(name: str) -> str:
+    """`name` as a gitignore pattern matching only itself."""
+    return "".join("\\" + c if c in "*?[]\\!# " else c for c in name)
+
+
+def glob_unescape(text: str) -> str:
+    """The name a `glob_escape` pattern matches."""
+    out = []
+    escaped = False
+    for char in text:
+        if char == "\\" and not escaped:
+            escaped = True
+            continue
+        out.append(char)
+        escaped = False
+    return "".join(out)
