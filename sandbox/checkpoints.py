@@ -33,6 +33,27 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
+from sandbox.checkpoint_changes import Changes, Checkpoint, under
+from sandbox.checkpoint_reads import misread
+from sandbox.store_files import (
+    CheckpointError,
+    check_store,
+    glob_escape,
+    glob_unescape,
+    make_folder,
+    read_file,
+    write_file,
+)
+
+__all__ = [
+    "ATTRIBUTES",
+    "STORE_CONFIG",
+    "Changes",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointStore",
+]
+
 DEFAULT_IGNORES = (
     "node_modules/",
     ".venv/",
@@ -58,54 +79,24 @@ STORE_CONFIG = b"""[core]
 \tlooseCompression = 1
 \tfsmonitor = false
 \thooksPath = /dev/null
+\tsharedRepository = 0600
 [gc]
 \tauto = 0
 [advice]
 \taddEmbeddedRepo = false
 """
 """The store's whole config, written by workbench and put back before every git command:
-nothing else may name a command for git to run (see `CheckpointStore._guard`)."""
+nothing else may name a command for git to run (see `CheckpointStore._guard`); what git writes
+is readable by its owner only (`sharedRepository = 0600`)."""
+ATTRIBUTES = b"* -text -eol -filter -ident -working-tree-encoding\n"
+"""The store's own attributes, above any `.gitattributes` in the workspace: files are stored
+byte for byte (no line-ending or encoding conversion, no filter)."""
+_EARLIER_CONFIG = STORE_CONFIG.replace(b"\tsharedRepository = 0600\n", b"")
+"""What stores made before files were kept private hold: replaced without a warning."""
 SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 """Given to every git command as well, should the config change while it runs."""
 
 _MANAGED = "# workbench: files over the size limit (rewritten at each checkpoint)\n"
-
-
-class CheckpointError(Exception):
-    """A checkpoint or restore that could not be done; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class Changes:
-    """What differs between two states of the workspace (paths relative to it)."""
-
-    added: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    deleted: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        """True when nothing differs."""
-        return not (self.added or self.changed or self.deleted)
-
-    def lines(self, limit: int) -> list[str]:
-        """One line per path ("+ new", "~ changed", "- gone"), at most `limit` and a count."""
-        rows = [("+", self.added), ("~", self.changed), ("-", self.deleted)]
-        lines = [f"{sign} {name}" for sign, names in rows for name in names]
-        if len(lines) > limit:
-            lines = [*lines[:limit], f"… and {len(lines) - limit} more"]
-        return lines
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """One checkpoint: its commit, what changed since the previous one, what it left out."""
-
-    commit: str
-    changes: Changes
-    skipped: tuple[str, ...] = ()
-    """Files not covered: over the size limit."""
-    seconds: float = 0.0
 
 
 @dataclass
@@ -118,10 +109,14 @@ class CheckpointStore:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     key: str = "main"
     """Whose checkpoints: each sandbox has its own index and branch in a shared store."""
+    reread: bool = False
+    """Read each staged file again without following symlinks (`checkpoint_reads.py`): set
+    where the checkpoint runs outside the agent's sandbox, on the host."""
     _head: str | None = field(default=None, init=False, repr=False)
     _dirs: tuple[str, list[str]] = field(default=("", []), init=False, repr=False)
     _skipped: list[str] = field(default_factory=list, init=False, repr=False)
     _refresh_after: float = field(default=0.0, init=False, repr=False)
+    _checked: bool = field(default=False, init=False, repr=False)
 
     # ------------------------------------------------------------------ git
 
@@ -138,19 +133,21 @@ class CheckpointStore:
     def _guard(self) -> None:
         """Put the store's own settings back if anything changed them: its config names
         commands git runs (`core.fsmonitor`, filter and diff drivers, `include.path`), and
-        git runs here in the sandbox server and on the host (`workbench rewind`)."""
+        git runs here in the sandbox server and on the host (`workbench rewind`). Once per
+        store object, the whole store is checked first: no symlink, private (`check_store`)."""
+        if not self._checked:
+            check_store(self.path)
+            self._checked = True
         target = self.path / "config"
-        try:
-            current = target.read_bytes()
-        except OSError:
-            current = b""
+        current = read_file(self.path, target) or b""
         if current != STORE_CONFIG:
-            if current:
+            if current and current != _EARLIER_CONFIG:
                 log.warning("the checkpoint store's config %s was changed: reset", target)
-            temporary = self.path / f".config.{self.key}.tmp"
-            temporary.write_bytes(STORE_CONFIG)
-            temporary.replace(target)  # replaces a symlink itself, never its target
-        for planted in ("objects/info/alternates", "info/attributes", "commondir"):
+            write_file(self.path, target, STORE_CONFIG)
+        attributes = self.path / "info" / "attributes"
+        if os.path.isdir(attributes.parent) and read_file(self.path, attributes) != ATTRIBUTES:
+            write_file(self.path, attributes, ATTRIBUTES)  # over anything planted there
+        for planted in ("objects/info/alternates", "commondir"):
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 (self.path / planted).unlink()
 
@@ -192,13 +189,17 @@ class CheckpointStore:
 
     def _ready(self) -> bool:
         """Create the store if it does not exist; True when it was just created."""
-        if (self.path / "HEAD").is_file():
-            return False
+        if os.path.lexists(self.path):
+            self._guard()  # checks the store before anything reads it
+            if (self.path / "HEAD").is_file():
+                return False
         if shutil.which("git") is None:
             raise CheckpointError("checkpoints need git, and it is not installed in the sandbox")
         if not self.workspace.is_dir():
             raise CheckpointError(f"the workspace {self.workspace} does not exist")
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            self.path.mkdir(mode=0o700)
         made = subprocess.run(
             ["git", "init", "-q", "--bare", "--template=", str(self.path)],
             capture_output=True,
@@ -207,17 +208,17 @@ class CheckpointStore:
         if made.returncode != 0:
             why = made.stderr.decode(errors="replace").strip() or f"exit {made.returncode}"
             raise CheckpointError(f"cannot create the checkpoint store {self.path}: {why}")
+        self._checked = False  # git made its folders with the umask's modes: made private
+        write_file(self.path, self.path / "config", STORE_CONFIG)  # git's own, not a change
         self._guard()
-        (self.path / "info").mkdir(exist_ok=True)
+        make_folder(self.path, self.path / "info")
         self._write_excludes([])
         return True
 
     def _write_excludes(self, large: Sequence[str]) -> None:
-        lines = [*self.ignore, _MANAGED, *("/" + _glob_escape(p) for p in large)]
-        target = self.path / "info" / "exclude"
-        temporary = target.with_name(f".exclude.{self.key}.tmp")
-        temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        temporary.replace(target)  # a new file: the store may have been made by another uid
+        lines = [*self.ignore, _MANAGED, *("/" + glob_escape(p) for p in large)]
+        text = "\n".join(lines) + "\n"
+        write_file(self.path, self.path / "info" / "exclude", text.encode("utf-8"))
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -298,12 +299,27 @@ class CheckpointStore:
                     "--pathspec-file-nul",
                     input="\0".join(paths).encode(errors="surrogateescape"),
                 )
+        if self.reread and (first or not changes.empty):
+            self._reread(None if first else {*listed, *(f"{f}/" for f in new_folders)})
         tree = self._git("write-tree").decode().strip()
         meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
         commit = self._write_commit(tree, parent, json.dumps(meta))
         self._set_head(commit)
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
+
+    def _reread(self, wanted: set[str] | None) -> None:
+        """Store what each staged file (of `wanted`, None: all) holds, read again without
+        following a symlink, where git stored something else; unstage what is no file now."""
+        differ, gone = misread(self.workspace, self._git("ls-files", "-s", "-z"), wanted)
+        for mode, name, data in differ:
+            log.warning("checkpoint: %s changed or was swapped while read; read again", name)
+            sha = self._git("hash-object", "-w", "--no-filters", "--stdin", input=data)
+            info = f"{mode},{sha.decode().strip()},{name}"
+            self._git("update-index", "--add", "--cacheinfo", info)
+        if gone:
+            names = "\0".join(gone).encode(errors="surrogateescape")
+            self._git("update-index", "--force-remove", "-z", "--stdin", input=names)
 
     def _through_symlink(self, name: str) -> bool:
         """True when a folder on the way to `name` in the workspace is a symlink."""
@@ -352,24 +368,22 @@ class CheckpointStore:
         data = b"commit %d\0" % len(body) + body
         sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()
         target = self.path / "objects" / sha[:2] / sha[2:]
-        if not target.exists():
-            target.parent.mkdir(exist_ok=True)
-            temporary = target.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
-            temporary.write_bytes(zlib.compress(data, 1))
-            temporary.replace(target)
+        if not os.path.lexists(target):
+            make_folder(self.path, target.parent)
+            write_file(self.path, target, zlib.compress(data, 1))
         return sha
 
     def _set_head(self, commit: str) -> None:
-        self.ref.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.ref.with_name(f".{self.key}.tmp")
-        temporary.write_text(commit + "\n", encoding="ascii")
-        temporary.replace(self.ref)
+        make_folder(self.path, self.ref.parent)
+        write_file(self.path, self.ref, f"{commit}\n".encode("ascii"))
         self._head = commit
 
     def head(self) -> str | None:
         """The latest checkpoint's commit, or None before the first."""
-        if self._head is None and self.ref.is_file():
-            self._head = self.ref.read_text(encoding="ascii").strip() or None
+        if self._head is None and os.path.lexists(self.path):
+            self._guard()
+            found = read_file(self.path, self.ref) or b""
+            self._head = found.decode("ascii", "replace").strip() or None
         return self._head
 
     def forget(self) -> None:
@@ -396,9 +410,9 @@ class CheckpointStore:
 
     def _update_large(self, candidates: Sequence[str]) -> list[str]:
         """Leave files over the size limit out (and take back those that shrank)."""
-        excludes = (self.path / "info" / "exclude").read_text(encoding="utf-8")
+        excludes = (read_file(self.path, self.path / "info" / "exclude") or b"").decode()
         section = excludes.split(_MANAGED, 1)[1] if _MANAGED in excludes else ""
-        before = sorted(_glob_unescape(line[1:]) for line in section.splitlines() if line)
+        before = sorted(glob_unescape(line[1:]) for line in section.splitlines() if line)
         large = set(before)
         for name in {*candidates, *before}:
             try:
@@ -461,7 +475,7 @@ class CheckpointStore:
         uncovered = [
             name
             for name in changes.added
-            if not _under(name, replaced)
+            if not under(name, replaced)
             and name not in folders
             and os.path.lexists(self.workspace / name)
         ]
@@ -489,25 +503,3 @@ class CheckpointStore:
         self._set_head(commit)
         self._dirs = (commit, wanted)
         return changes
-
-
-def _glob_escape(name: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\!# " else c for c in name)
-
-
-def _glob_unescape(text: str) -> str:
-    out = []
-    escaped = False
-    for char in text:
-        if char == "\\" and not escaped:
-            escaped = True
-            continue
-        out.append(char)
-        escaped = False
-    return "".join(out)
-
-
-def _under(name: str, paths: set[str]) -> bool:
-    """True when a folder above `name` is one of `paths`."""
-    parts = name.split("/")
-    return any("/".join(parts[:i]) in paths for i in range(1, len(parts)))

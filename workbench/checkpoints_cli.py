@@ -21,9 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
-from workbench.checkpoint_store import REWINDS, checkpoint_store_of, record_rewind
+from sandbox.store_files import check_store
+from workbench.checkpoint_store import (
+    checkpoint_store_of,
+    drop_last_rewind,
+    record_rewind,
+    rewind_records,
+)
 from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
+from workbench.safe_text import safe_streams
 
 if TYPE_CHECKING:
     from workbench.session_log import LoadedSession
@@ -140,6 +147,7 @@ def open_store(
         ignore=tuple(config.ignore),
         max_file_bytes=int(config.max_file_mb * 1024 * 1024),
         key=key,
+        reread=True,  # on the host: what git read is read again without following symlinks
     )
 
 
@@ -173,8 +181,8 @@ def rewind(found: SessionCheckpoints, store: CheckpointStore, plan: RewindPlan) 
 
 def undo_plan(found: SessionCheckpoints, store: CheckpointStore) -> RewindPlan:
     """The plan that puts back the state the last rewind of this session replaced."""
-    records = found.store / REWINDS / f"{found.session_id}.jsonl"
-    lines = records.read_text(encoding="utf-8").splitlines() if records.is_file() else []
+    store.head()  # checks the store before its records are read
+    lines = rewind_records(found.store, found.session_id)
     if not lines:
         raise CheckpointCommandError(
             f"session {found.session_id} has no rewind to undo; nothing was changed."
@@ -186,9 +194,7 @@ def undo_plan(found: SessionCheckpoints, store: CheckpointStore) -> RewindPlan:
 
 
 def _drop_last_rewind(found: SessionCheckpoints) -> None:
-    records = found.store / REWINDS / f"{found.session_id}.jsonl"
-    lines = records.read_text(encoding="utf-8").splitlines()
-    records.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
+    drop_last_rewind(found.store, found.session_id)
 
 
 # --------------------------------------------------------------------------- the commands
@@ -237,6 +243,7 @@ def checkpoints_command(argv: Sequence[str]) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per step")
     args = parser.parse_args(argv)
     found = _session(args)
+    check_store(found.store)  # a tampered store is said before its steps are offered
     for step in found.steps:
         event = step.event
         changes = Changes(tuple(event.added), tuple(event.changed), tuple(event.deleted))
@@ -331,12 +338,18 @@ COMMANDS = {"checkpoints": checkpoints_command, "rewind": rewind_command, "diff"
 
 
 def run(name: str, argv: Sequence[str]) -> int:
-    """Run checkpoint command `name`; bad input and store failures become clear exit codes."""
+    """Run checkpoint command `name`; bad input and store failures become clear exit codes.
+    File names and diffs come from the workspace: what is printed goes through `terminal_safe`."""
     from workbench.config import ConfigError
 
+    with safe_streams():
+        return _run(name, argv, ConfigError)
+
+
+def _run(name: str, argv: Sequence[str], config_error: type[Exception]) -> int:
     try:
         return COMMANDS[name](argv)
-    except (CheckpointCommandError, ConfigError) as exc:
+    except (CheckpointCommandError, config_error) as exc:
         print(f"workbench {name}: {exc}", file=sys.stderr)
         return USAGE
     except CheckpointError as exc:

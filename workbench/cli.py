@@ -124,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, json_mode: bool = False, status: exit_codes.Status = "config_error") -> int:
-    print(f"workbench: error: {message}", file=sys.stderr)
+    from workbench.safe_text import terminal_safe
+
+    print(terminal_safe(f"workbench: error: {message}"), file=sys.stderr)
     code = exit_codes.exit_code(status)
     if json_mode:
         import json

@@ -20,7 +20,6 @@ from typing import Any, TextIO
 
 from sandbox.truncate import truncate_middle
 from workbench.agent.boundary import clean_text
-from workbench.display import strip_ansi
 from workbench.event_lines import event_line
 from workbench.events import (
     ActionEvent,
@@ -40,6 +39,7 @@ from workbench.events import (
     StateChangedEvent,
 )
 from workbench.llm.errors import retry_notice
+from workbench.safe_text import terminal_safe
 from workbench.tools.registry import REGISTRY
 
 JSONL_VERSION = 1
@@ -128,7 +128,7 @@ class Printer:
         if stream in self._gone:
             return
         try:
-            stream.write(_terminal_safe(clean_text(self.scrub(text))) + "\n")
+            stream.write(terminal_safe(clean_text(self.scrub(text))) + "\n")
             stream.flush()
         except BrokenPipeError:
             self._gone.append(stream)
@@ -166,15 +166,6 @@ class JsonPrinter(Printer):
     def summary(self, summary: dict[str, Any]) -> None:
         """Print the `summary` line (always the last line)."""
         self._emit({"type": "summary", **summary})
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
-
-
-def _terminal_safe(text: str) -> str:
-    """`text` without terminal escape sequences and control characters: a model's text once
-    wrote the person's clipboard (OSC 52) and cleared their screen through this output."""
-    return _CONTROL.sub("", strip_ansi(text))
 
 
 def _indent(text: str, prefix: str = "    ") -> str:

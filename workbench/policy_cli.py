@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench import exit_codes
+from workbench.safe_text import terminal_safe
 
 RULE_KINDS = ("allow", "ask", "deny")
 
@@ -229,12 +230,12 @@ def trust_command(what: str, workspace: str | None) -> int:
 
 
 def _print_verdict(verdict: Verdict) -> None:
-    print(f"{verdict.tool}: risk {verdict.risk}")
+    print(terminal_safe(f"{verdict.tool}: risk {verdict.risk}"))
     for reason in verdict.reasons:
-        print(f"  - {reason}")
-    print(f"rule: {verdict.rule}")
+        print(terminal_safe(f"  - {reason}"))
+    print(terminal_safe(f"rule: {verdict.rule}"))
     headless = f" (headless: {verdict.headless})" if verdict.headless else ""
-    print(f"decision: {verdict.decision}{headless}")
+    print(terminal_safe(f"decision: {verdict.decision}{headless}"))
 
 
 def policy_command(argv: Sequence[str]) -> int:
@@ -257,7 +258,7 @@ def policy_command(argv: Sequence[str]) -> int:
                 print(json.dumps([asdict(row) for row in rows + waiting]))
             for row in [] if args.json else rows:
                 where = f"{row.source}:{row.line}" if row.line else row.source
-                print(f"{row.kind:5} {row.rule}    ({where})")
+                print(terminal_safe(f"{row.kind:5} {row.rule}    ({where})"))
             if waiting and not args.json:
                 _print_untrusted(waiting)
             rows += waiting
@@ -267,7 +268,7 @@ def policy_command(argv: Sequence[str]) -> int:
         tool, arguments = _call_arguments(args)
         verdict = check_call(config, tool, arguments, args.declared)
     except (ConfigError, ToolCallError, ValueError) as exc:
-        print(f"workbench policy: error: {exc}", file=sys.stderr)
+        print(terminal_safe(f"workbench policy: error: {exc}"), file=sys.stderr)
         return exit_codes.USAGE
     if args.json:
         print(json.dumps(asdict(verdict)))

@@ -43,6 +43,7 @@ def restore_files(
         ignore=tuple(config.ignore),
         max_file_bytes=int(config.max_file_mb * 1024 * 1024),
         key="continue",
+        reread=True,  # on the host: what git read is read again without following symlinks
     )
     try:
         present = store.checkpoint(f"before continuing session {session_id}")

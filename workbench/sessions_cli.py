@@ -71,7 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def sessions_command(argv: Sequence[str]) -> int:
-    """Run `workbench sessions ...`; returns the exit code."""
+    """Run `workbench sessions ...`; returns the exit code. What it prints comes from session
+    logs (tasks, workspaces, ids): it goes through `terminal_safe`."""
+    from workbench.safe_text import safe_streams
+
+    with safe_streams():
+        return _sessions_command(argv)
+
+
+def _sessions_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     from workbench.config import ConfigError, load_config
     from workbench.session import sessions_dir_of

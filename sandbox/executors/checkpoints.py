@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from sandbox.checkpoints import DEFAULT_IGNORES, Checkpoint, CheckpointError, CheckpointStore
@@ -24,14 +26,14 @@ class CheckpointExecutor:
     name: ClassVar[str] = "checkpoints"
     action_kinds: ClassVar[tuple[str, ...]] = ("checkpoint", "restore")
 
-    def __init__(self, context: ExecutorContext) -> None:
-        path = context.checkpoints or context.artifacts.parent / "checkpoints.git"
-        self.store = CheckpointStore(path, context.workspace, key=secrets.token_hex(6))
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
 
     @classmethod
     def from_context(cls, context: ExecutorContext) -> CheckpointExecutor:
         """Built by the sandbox on the first checkpoint."""
-        return cls(context)
+        path = context.checkpoints or context.artifacts.parent / "checkpoints.git"
+        return cls(on_store(path, context.workspace))
 
     def execute(self, action: Action) -> Observation:
         """Take a checkpoint, or restore one (after checkpointing the present)."""
@@ -45,9 +47,9 @@ class CheckpointExecutor:
                 changes = self.store.restore(action.commit)
                 return CheckpointObservation(
                     commit=action.commit,
-                    added=list(changes.added),
-                    changed=list(changes.changed),
-                    deleted=list(changes.deleted),
+                    added=_names(changes.added),
+                    changed=_names(changes.changed),
+                    deleted=_names(changes.deleted),
                 )
         except CheckpointError as exc:
             return ErrorObservation(content=str(exc))
@@ -58,16 +60,28 @@ class CheckpointExecutor:
         self.store.forget()
 
 
+def on_store(path: Path, workspace: Path, reread: bool = False) -> CheckpointStore:
+    """A new sandbox's view of the store at `path`: an index and branch of its own
+    (`reread`: outside the agent's sandbox, see `CheckpointStore.reread`)."""
+    return CheckpointStore(path, workspace, key=secrets.token_hex(6), reread=reread)
+
+
 def _observed(checkpoint: Checkpoint) -> CheckpointObservation:
     changes = checkpoint.changes
     return CheckpointObservation(
         commit=checkpoint.commit,
-        added=list(changes.added),
-        changed=list(changes.changed),
-        deleted=list(changes.deleted),
-        skipped=list(checkpoint.skipped),
+        added=_names(changes.added),
+        changed=_names(changes.changed),
+        deleted=_names(changes.deleted),
+        skipped=_names(checkpoint.skipped),
         seconds=checkpoint.seconds,
     )
+
+
+def _names(paths: Sequence[str]) -> list[str]:
+    """`paths` as text JSON can carry: a byte of a name that is not UTF-8 becomes U+FFFD (such
+    a name once made the observation fail to send, and the step's checkpoint went unrecorded)."""
+    return [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
 
 
 def _git_missing() -> str | None:

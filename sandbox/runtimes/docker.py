@@ -26,7 +26,9 @@ from typing import Any
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
+from sandbox.executors.checkpoints import CheckpointExecutor, on_store
 from sandbox.limits import Limits, docker_in_force, docker_options
+from sandbox.protocol import Action, CheckpointAction, Observation, RestoreAction
 from sandbox.runtimes import docker_idmap, leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
@@ -41,8 +43,6 @@ from sandbox.runtimes.docker_image import (
 from sandbox.runtimes.host_guard import HostGuard
 
 SERVER_PORT = 8000
-CHECKPOINTS = "/checkpoints"
-"""Where the workspace's checkpoint store is mounted in the container."""
 LABEL = leftovers.CONTAINER_LABEL
 """Every container we start carries this label (value "1"), so stale ones can be found."""
 TOKEN_FILE = "/.sandbox-token"
@@ -148,8 +148,10 @@ class DockerRuntime(ServerRuntime):
         self.progress = progress
         self.disable = tuple(disable)
         self.checkpoints = checkpoints
-        """The workspace's checkpoint store on the host, mounted at /checkpoints (None: one
-        inside the container, gone with it)."""
+        """The workspace's checkpoint store on the host (None: one inside the container, gone
+        with it). Never mounted: checkpoints run here, on the host, so the agent cannot plant
+        anything in the store that `workbench rewind` would later follow."""
+        self._host_checkpoints: CheckpointExecutor | None = None
         self.home_like = home_like
         """The workspace is a home folder: its root dotfiles are protected paths too."""
         self.host_guard: HostGuard | None = None
@@ -162,6 +164,29 @@ class DockerRuntime(ServerRuntime):
         self._docker: Any = None
         self._container: Any = None
         self._lifeline: Any = None
+
+    async def execute(self, action: Action) -> Observation:
+        """Run `action` in the container; checkpoints and restores run on the host, on a store
+        the container never sees."""
+        store = self.checkpoints
+        if (
+            store
+            and self.state != "closed"
+            and isinstance(action, CheckpointAction | RestoreAction)
+        ):
+            if self._host_checkpoints is None:
+                self._host_checkpoints = CheckpointExecutor(
+                    on_store(store, Path(self.workspace), reread=True)
+                )
+            return await asyncio.to_thread(self._host_checkpoints.execute, action)
+        return await super().execute(action)
+
+    async def close(self) -> None:
+        """Stop the container (see `ServerRuntime.close`), then drop this session's index."""
+        await super().close()
+        checkpoints, self._host_checkpoints = self._host_checkpoints, None
+        if checkpoints is not None:
+            await asyncio.to_thread(checkpoints.close)
 
     # ------------------------------------------------------------------ ServerRuntime hooks
 
@@ -238,7 +263,7 @@ class DockerRuntime(ServerRuntime):
             str(self.user_id),
             str(self.group_id),
             "lifeline" if not self.keep_alive else "kept",
-            str(self.checkpoints or ""),
+            "checkpoints on the host",  # a container that mounted the store is not reused
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
             f"{self.limits.processes}:{self.limits.tmpfs}",
@@ -288,9 +313,6 @@ class DockerRuntime(ServerRuntime):
             Path(self.workspace), self.user_id is not None or self.keep_alive
         )
         mounts = {str(shown): {"bind": "/workspace", "mode": "rw"}}
-        if self.checkpoints is not None:
-            self.checkpoints.mkdir(parents=True, exist_ok=True)
-            mounts[str(self.checkpoints)] = {"bind": CHECKPOINTS, "mode": "rw"}
         # The person's .git bound over itself (it cannot be renamed), the protected paths that
         # exist (.git/config, hooks ...) read-only over the workspace.
         guard = self.host_guard
@@ -327,8 +349,6 @@ class DockerRuntime(ServerRuntime):
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
             command += ["--workspace", "/workspace"]
-            if self.checkpoints is not None:
-                command += ["--checkpoints", CHECKPOINTS]
             for executor in self.disable:
                 command += ["--disable", executor]
             if self.home_like:

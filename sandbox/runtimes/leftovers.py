@@ -22,14 +22,19 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 LOCAL_PREFIX = "sandbox-local-"
 OWNER_FILE = "owner.json"
+MAX_OWNER_BYTES = 4096
+SWEEP_BUDGET_S = 2.0
+"""At most this long scanning temp folders at a start; what is left waits for the next."""
 SESSION_ENV = "SANDBOX_SESSION"
 """The local runtime's marker: every process of a session has it in its environment."""
 CONTAINER_LABEL = "workbench.sandbox"
@@ -132,24 +137,51 @@ def record_owner(folder: Path, session: str) -> None:
     os.replace(partial, folder / OWNER_FILE)
 
 
-def sweep_folders(root: Path | None = None) -> list[Path]:
+def read_owner(folder: str) -> tuple[int, str, str] | None:
+    """The owner record (pid, start time, session) in `folder`, or None when there is none.
+
+    Anyone who can write the folder can plant something there: only a small regular file is
+    read, opened without blocking or following a symlink (a FIFO once hung every start)."""
+    path = os.path.join(folder, OWNER_FILE)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OWNER_BYTES:
+            return None
+        record = json.loads(os.read(fd, MAX_OWNER_BYTES))
+        return int(record["pid"]), str(record["start"]), str(record["session"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def sweep_folders(root: Path | None = None, budget_s: float = SWEEP_BUDGET_S) -> list[Path]:
     """Remove the `sandbox-local-*` folders whose owner is dead, after killing their session's
-    processes; the folders removed. Those without an owner record (being made) stay."""
+    processes; the folders removed. Those without an owner record (being made) stay. Stops
+    after `budget_s` seconds (the rest waits for the next start): a start never waits long."""
     removed: list[Path] = []
     root = root or Path(tempfile.gettempdir())
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(root):
+    deadline = time.monotonic() + budget_s
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if time.monotonic() > deadline:
+                log.info("left the rest of %s for the next sweep (over %.1f s)", root, budget_s)
+                break
             if not entry.name.startswith(LOCAL_PREFIX) or not entry.is_dir(follow_symlinks=False):
                 continue
-            try:
-                record = json.loads(Path(entry.path, OWNER_FILE).read_text())
-                pid, started, session = int(record["pid"]), str(record["start"]), record["session"]
-            except (OSError, ValueError, KeyError, TypeError):
+            if entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue  # another user's: its record could name one of our live sessions
+            record = read_owner(entry.path)
+            if record is None or owner_alive(record[0], record[1]):
                 continue
-            if owner_alive(pid, started):
-                continue
-            if isinstance(session, str) and session:
-                kill(session_processes(session))
+            if record[2]:
+                kill(session_processes(record[2]))
             shutil.rmtree(entry.path, ignore_errors=True)
             log.info("removed %s, left by a workbench that died", entry.path)
             removed.append(Path(entry.path))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.checkpoints import STORE_CONFIG, CheckpointError, CheckpointStore
+from sandbox.checkpoints import ATTRIBUTES, STORE_CONFIG, CheckpointError, CheckpointStore
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def test_a_store_whose_config_was_changed_runs_none_of_its_commands(
     store.restore(first.commit)
     assert not marker.exists()
     assert config.read_bytes() == STORE_CONFIG
-    assert not (store.path / "info" / "attributes").exists()
+    assert (store.path / "info" / "attributes").read_bytes() == ATTRIBUTES
     # A fresh store object (the host's `workbench rewind`) puts it back too.
     config.write_text(f'[core]\n\tfsmonitor = "{hook}"\n')
     CheckpointStore(tmp_path / "store.git", ws, key="rewind").checkpoint("present")
@@ -208,3 +208,39 @@ def test_a_folder_replaced_by_a_symlink_is_checkpointed_and_rewound(
     cp.restore(after.commit)
     assert (ws / "d").is_symlink() and os.readlink(ws / "d") == str(outside)
     assert (outside / "passwd").read_text() == "the person's own file\n"
+
+
+def test_a_staged_file_is_read_again_never_through_a_symlink(tmp_path: Path, ws: Path) -> None:
+    """git stages a file by lstat, then open (which follows a symlink): an agent swapping a file
+    for a symlink in a loop can have a checkpoint taken on the host store the link's target.
+    Such checkpoints (`reread`) read each staged file again beneath the workspace, never
+    through a symlink: what git stored for a file is checked against that (here the index
+    names the target's bytes, as a won race leaves it), and a name reached through a symlink
+    is no file."""
+    from sandbox.checkpoint_reads import blob_id, misread, read_beneath
+
+    secret = tmp_path / "host-secret"
+    secret.write_bytes(b"the host's secret\n")
+    (ws / "x.txt").write_bytes(b"the agent's file\n")
+    (ws / "link.txt").symlink_to(secret)
+    (ws / "sub").symlink_to(tmp_path)
+    (ws / "real").mkdir()
+    (ws / "real" / "ok.txt").write_bytes(b"fine\n")
+    stolen = blob_id(secret.read_bytes())
+    index = "".join(
+        f"100644 {sha} 0\t{name}\0"
+        for sha, name in (
+            (stolen, "x.txt"),
+            (stolen, "link.txt"),
+            (stolen, "sub/host-secret"),
+            (blob_id(b"fine\n"), "real/ok.txt"),
+        )
+    ).encode()
+    differ, gone = misread(ws, index, None)
+    assert differ == [("100644", "x.txt", b"the agent's file\n")]
+    assert sorted(gone) == ["link.txt", "sub/host-secret"]
+    assert read_beneath(ws, "sub/host-secret") is None and read_beneath(ws, "link.txt") is None
+    assert misread(ws, index, {"real/"}) == ([], [])  # only what was staged is looked at
+    store = CheckpointStore(tmp_path / "store.git", ws, reread=True)
+    commit = store.checkpoint("0").commit
+    assert store.changes(None, commit).added == ("link.txt", "real/ok.txt", "sub", "x.txt")

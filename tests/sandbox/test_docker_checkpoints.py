@@ -103,3 +103,50 @@ def test_rewind_a_docker_session(sandbox_image: str, tmp_path: Path) -> None:
     assert not (workspace / "mine.txt").exists()
     assert run_cli(["rewind", log, "--undo", "--yes"], env, workspace).returncode == 0
     assert tree(workspace) == before
+
+
+@pytest.mark.timeout(300)
+def test_the_agent_cannot_reach_the_store(sandbox_image: str, tmp_path: Path) -> None:
+    """The store was mounted into the container and handed to the agent's uid, which planted
+    symlinks there that `workbench rewind` then followed on the host. Checkpoints now run on
+    the host: the container has no store to write, and a rewind touches nothing outside."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    stores = tmp_path / "data" / "checkpoints"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tries = "; ".join(
+        f"ln -s {outside} {where}/rewinds && echo PLANT''ED; "
+        f"echo x > {where}/refs/heads/.rewind.tmp && echo WRO''TE"
+        for where in ("/checkpoints", str(stores), f"{stores}/ws-*.git")
+    )
+    steps = [
+        {
+            "tool_calls": [
+                {"name": "execute_bash", "arguments": {"command": command, "security_risk": "LOW"}}
+            ]
+        }
+        for command in ("echo 1 > a.txt", tries)
+    ]
+    steps.append(finish())
+    with ScriptedLLMServer(steps) as server:
+        env = cli_env(
+            tmp_path,
+            server.base_url,
+            RUNTIME="docker",
+            WORKBENCH_SANDBOX_DOCKER_BASE_IMAGE=BASE_IMAGE,
+        )
+        argv = ["--headless", "--json", "--on-confirm", "approve", "-t", "plant"]
+        proc = run_cli(argv, env, workspace, 240)
+        said = json.dumps(server.requests[-1]["messages"][-1])
+    assert proc.returncode == 0, proc.stderr
+    assert "PLANTED" not in said and "WROTE" not in said and "No such file" in said, said
+    log = json_lines(proc.stdout)[-1]["log"]
+    (store,) = stores.iterdir()
+    assert [p for p in store.rglob("*") if p.is_symlink()] == []
+    listed = run_cli(["checkpoints", log, "--json"], env, workspace)
+    assert [json.loads(line)["step"] for line in listed.stdout.splitlines()] == [0, 1, 2], listed
+    done = run_cli(["rewind", log, "--to", "0", "--yes"], env, workspace)
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / "a.txt").exists()
+    assert list(outside.iterdir()) == []

@@ -9,6 +9,7 @@ test does the same with the real `workbench --headless` against the scripted LLM
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -185,6 +186,80 @@ def test_only_dead_owners_are_leftovers(tmp_path: Path) -> None:
     unowned = tmp_path / f"{leftovers.LOCAL_PREFIX}being-made"
     unowned.mkdir()
     assert leftovers.sweep_folders(tmp_path) == [] and mine.exists() and unowned.exists()
+
+
+def test_the_sweep_reads_no_fifo_symlink_or_big_file(tmp_path: Path) -> None:
+    """A FIFO planted as a temp folder's owner record hung the sweep (and a Docker start)."""
+    for name, plant in (
+        ("fifo", lambda p: os.mkfifo(p)),
+        ("link", lambda p: p.symlink_to("/dev/zero")),
+        ("big", lambda p: p.write_bytes(b" " * (leftovers.MAX_OWNER_BYTES + 1))),
+    ):
+        folder = tmp_path / f"{leftovers.LOCAL_PREFIX}{name}"
+        folder.mkdir()
+        plant(folder / leftovers.OWNER_FILE)
+    dead = tmp_path / f"{leftovers.LOCAL_PREFIX}dead"
+    dead.mkdir()
+    (dead / leftovers.OWNER_FILE).write_text(json.dumps({"pid": 1, "start": "0", "session": ""}))
+    swept = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from sandbox.runtimes import leftovers; "
+            "print(leftovers.sweep_folders(sys.argv[1]))",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert swept.returncode == 0, swept.stderr
+    assert not dead.exists() and len(list(tmp_path.iterdir())) == 3
+
+
+def test_the_sweep_leaves_another_user_s_folder(tmp_path: Path) -> None:
+    """A folder of another uid with a dead owner's record naming a session is not trusted: its
+    record could name one of our live sessions, whose processes the sweep would kill."""
+    theirs = tmp_path / f"{leftovers.LOCAL_PREFIX}theirs"
+    theirs.mkdir()
+    (theirs / leftovers.OWNER_FILE).write_text(json.dumps({"pid": 1, "start": "0", "session": ""}))
+    if os.geteuid() == 0:  # as root, hand it to another uid; otherwise it is ours anyway
+        os.chown(theirs, 65534, 65534)
+        assert leftovers.sweep_folders(tmp_path) == [] and theirs.exists()
+        os.chown(theirs, 0, 0)
+    assert leftovers.sweep_folders(tmp_path) == [theirs] and not theirs.exists()
+
+
+@pytest.mark.docker
+async def test_a_fifo_in_a_temp_folder_does_not_hold_up_a_start(
+    make_runtime: MakeRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started beside a FIFO planted as an owner record, a Docker runtime (which sweeps the
+    temp folders before it starts its container) starts about as fast as without it. The temp
+    folder is this test's own: a FIFO in the shared one would hang others' starts."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    async def start() -> float:
+        began = time.perf_counter()
+        runtime = await make_runtime()
+        took = time.perf_counter() - began
+        await runtime.close()
+        return took
+
+    await start()  # warm: the image and the engine's caches
+    plain = await start()
+    planted = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
+    assert planted.parent == temp
+    os.mkfifo(planted / leftovers.OWNER_FILE)
+    try:
+        beside = await asyncio.wait_for(start(), timeout=20 * plain + 10)
+    finally:
+        with contextlib.suppress(OSError):  # a sweep stuck on it (without the fix) goes on
+            os.close(os.open(planted / leftovers.OWNER_FILE, os.O_WRONLY | os.O_NONBLOCK))
+    assert beside < 3 * plain, (beside, plain)
 
 
 # ------------------------------------------------------------------ the real app, headless

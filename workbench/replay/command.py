@@ -91,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    print(f"workbench replay: error: {message}", file=sys.stderr)
+    from workbench.safe_text import terminal_safe
+
+    print(terminal_safe(f"workbench replay: error: {message}"), file=sys.stderr)
     return exit_codes.USAGE
 
 

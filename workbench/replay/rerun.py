@@ -4,15 +4,17 @@ with the recorded one after `normalise` masked what always differs.
 Paths under the recorded workspace (OpenHands: `/workspace`) are moved to the sandbox's own
 workspace. Only the agent's actions run: environment events, `finish`, and tools registered
 at run time are not re-run (a note says so). Each action goes through the confirmation policy
-as in a live headless run (`--on-confirm`, default reject): a recording from elsewhere is not
-trusted more than a model.
+as a live action does (the same `check`, `set_env` included): an action that needs
+confirmation is asked through `confirm` (the TUI's confirmation panel), or, headless, answered
+by `--on-confirm` (default reject): a recording from elsewhere is not trusted more than a model.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from workbench.config_schema import Config
 from workbench.events import (
     ActionEvent,
     AnyObservation,
+    ConfirmationRequestEvent,
     Event,
     FinishAction,
     ObservationEvent,
@@ -30,11 +33,13 @@ from workbench.events import (
 )
 from workbench.replay.normalise import normalise
 from workbench.replay.recording import Recording, in_steps
-from workbench.security.policy import check, headless_decision
+from workbench.security.policy import Decision, check, headless_decision
 from workbench.security.refusal import refusal_text
 from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY
 
+ConfirmHook = Callable[[ActionEvent, ConfirmationRequestEvent], Awaitable[Decision]]
+"""Asks a person about an action, as `Controller.confirm` does; returns their decision."""
 _TEXT_FIELDS = ("command", "path", "code", "file_text", "old_str", "new_str", "action")
 
 
@@ -115,10 +120,19 @@ def _as_recorded(new: AnyObservation, recorded: AnyObservation | None) -> AnyObs
 class Rerunner:
     """Runs a recording's actions in a started runtime and compares the results."""
 
-    def __init__(self, recording: Recording, config: Config, context: ToolContext) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        config: Config,
+        context: ToolContext,
+        confirm: ConfirmHook | None = None,
+    ) -> None:
         self.recording = recording
         self.config = config
         self.context = context
+        self.confirm = confirm
+        """Who is asked when an action needs confirmation (None: `--on-confirm` answers)."""
+        self._ids = itertools.count(max((e.id for e in recording.events), default=0) + 1)
         self.workspaces = (recording.workspace, context.workspace)
         self.stopped = ""
         """Set when the policy's `stop` ended the re-run early (the reason)."""
@@ -154,7 +168,14 @@ class Rerunner:
         verdict = check(action, event.security_risk, self.config.security, self.context.workspace)
         decision = verdict.decision
         if decision is None and verdict.needs_confirmation:
-            decision = headless_decision(self.config.security.headless_on_confirm)
+            if self.confirm is None:
+                decision = headless_decision(self.config.security.headless_on_confirm)
+            else:
+                reason = verdict.reason or verdict.rule
+                request = ConfirmationRequestEvent(
+                    id=next(self._ids), cause=event.id, risk=verdict.risk, reason=reason
+                )
+                decision = await self.confirm(event, request)
         if decision is not None and not decision.approved:
             if decision.verdict == "stop":
                 self.stopped = decision.reason or decision.rule

@@ -83,7 +83,9 @@ class ReplayApp(WorkbenchApp):
         self.call_after_refresh(self.query_one(ConversationView).focus)
         self.title = f"replay {self.recording.session_id}"
         if self.recording.notes:
-            self.notify("\n".join(self.recording.notes), title="Skipped", severity="warning")
+            self.notify(
+                "\n".join(self.recording.notes), title="Skipped", severity="warning", markup=False
+            )
         self._show_bar()
         if self.autoplay:
             self.action_toggle_play()

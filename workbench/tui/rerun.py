@@ -1,15 +1,19 @@
 """The re-run view: a recording's actions run again in a fresh sandbox, each step shown as the
 recorded result beside the new one (both as compared, masked), differing steps marked.
 
-`workbench replay SESSION --rerun` without `--headless`/`--json` opens it. `n` jumps to the
-next differing step, `q` quits; the exit code is the headless re-run's (0 all matched, 11 one
-differs, 8 the sandbox failed).
+`workbench replay SESSION --rerun` without `--headless`/`--json` opens it. An action that needs
+confirmation is asked on the same confirmation panel as in a live session (y approves, n
+rejects, r rejects with a reason; "always allow" approves this once: a re-run saves no rule).
+`n` jumps to the next differing step, `q` quits; the exit code is the headless re-run's (0 all
+matched, 11 one differs, 8 the sandbox failed).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -17,10 +21,14 @@ from textual.widgets import Footer, Static
 
 from sandbox.runtimes.base import SandboxError
 from workbench import exit_codes
+from workbench.events import ActionEvent, ConfirmationRequestEvent
 from workbench.replay.recording import Recording
 from workbench.replay.rerun import Rerunner, StepResult
+from workbench.security.policy import Decision
 from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY
+from workbench.tui.messages import ConfirmationAnswered
+from workbench.tui.widgets.confirm import ConfirmPanel
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config
@@ -35,7 +43,8 @@ class StepBlock(Vertical):
         self.result = result
         action = result.action.action
         mark = "✗" if result.differs else ("-" if result.skipped else "=")
-        self.border_title = f"{mark} [{result.step}] {REGISTRY.for_action(action).describe(action)}"
+        described = REGISTRY.for_action(action).describe(action)
+        self.border_title = Text(f"{mark} [{result.step}] {described}")  # a title, not markup
 
     def compose(self) -> ComposeResult:
         """The two texts, or why the step was not re-run."""
@@ -58,6 +67,11 @@ class RerunView(App[int]):
     StepBlock Horizontal { height: auto; }
     StepBlock Static.recorded, StepBlock Static.new { width: 1fr; padding: 0 1; }
     StepBlock Static.recorded { border-right: vkey $panel; }
+    #confirm { display: none; height: auto; max-height: 12; border: heavy $warning;
+               background: $surface; padding: 0 1; }
+    #confirm.-shown { display: block; }
+    #confirm-action { height: auto; max-height: 8; }
+    #confirm-keys { color: $text-muted; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_difference", "Next difference"),
@@ -76,11 +90,13 @@ class RerunView(App[int]):
         self.code: int | None = None
         """The exit code once the re-run ended."""
         self._shown_difference = -1
+        self._answers: dict[int, asyncio.Future[tuple[str, str]]] = {}
 
     def compose(self) -> ComposeResult:
         """Status line, the steps, the footer."""
         yield Static("starting the sandbox ...", id="rerun-status", markup=False)
         yield VerticalScroll(id="rerun-steps")
+        yield ConfirmPanel(id="confirm")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -101,7 +117,8 @@ class RerunView(App[int]):
         try:
             info = await runtime.info()
             status.update(f"re-running in {info.workspace} (left: recorded, right: re-run)")
-            rerunner = Rerunner(self.recording, self.config, ToolContext(runtime, info.workspace))
+            context = ToolContext(runtime, info.workspace)
+            rerunner = Rerunner(self.recording, self.config, context, confirm=self._ask)
             async for result in rerunner.run(self.first, self.last):
                 if result.reported:
                     self.results.append(result)
@@ -120,6 +137,28 @@ class RerunView(App[int]):
             else "all as recorded"
         )
         status.update(f"done in {info.workspace}: {outcome}; exit {self.code} (q quits)")
+
+    async def _ask(self, action: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
+        """Ask the person at the screen about `action`, on the confirmation panel."""
+        answer: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+        self._answers[request.cause] = answer
+        panel = self.query_one(ConfirmPanel)
+        panel.ask(action, request)
+        try:
+            said, reason = await answer
+        finally:
+            self._answers.pop(request.cause, None)
+            panel.hide()
+        if said == "reject":
+            told = f"; the person said: {reason}" if reason else ""
+            return Decision("reject", "user", f"rejected in the re-run{told}")
+        return Decision("approve", "user", "approved in the re-run")
+
+    def on_confirmation_answered(self, message: ConfirmationAnswered) -> None:
+        """The panel's answer goes to the step waiting for it."""
+        waiting = self._answers.get(message.cause)
+        if waiting is not None and not waiting.done():
+            waiting.set_result((message.answer, message.reason))
 
     def action_next_difference(self) -> None:
         """Scroll to the next differing step."""

@@ -123,7 +123,7 @@ class ConversationView(CellList):
             return
         room = max(8, self.size.width - len("conversation · ") - 6)
         shown = self.workspace if len(self.workspace) <= room else "…" + self.workspace[1 - room :]
-        self.border_title = f"conversation · {shown}"
+        self.border_title = Text(f"conversation · {shown}")  # a path, not markup
 
     def on_resize(self, event: events.Resize) -> None:
         """The border title fits the new width."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
@@ -64,7 +65,7 @@ class PromptInput(TextArea):
         more = f" (+{len(self.queued) - 1} more)" if len(self.queued) > 1 else ""
         latest = " ".join(self.queued[-1].split())
         latest = latest if len(latest) <= 40 else latest[:39] + "…"
-        self.border_title = f"queued for the agent's next step: {latest}{more}"
+        self.border_title = Text(f"queued for the agent's next step: {latest}{more}")
 
     def is_typing(self, within_s: float = TYPING_PAUSE_S) -> bool:
         """Whether someone is writing here: focused, and text in it or a key pressed lately."""
