@@ -90,9 +90,7 @@ class Cli:
             ready = self.zygote.stdout.readline()
             assert json.loads(ready) == {"ready": True}, ready
 
-    def run(
-        self, args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 90
-    ) -> Run:
+    def run(self, args: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 90) -> Run:
         """Run `workbench ARGS` in `cwd` with exactly `env`; kills it after `timeout`."""
         with self.lock:
             self.count += 1
@@ -198,7 +196,9 @@ class Host:
         """Make `folder` (the workspace) a repository with one commit and one changed file."""
         folder = folder or self.ws
         (folder / "a.txt").write_text("one\n")
-        host_sh(f"git init -q {folder} && git -C {folder} add -A && git -C {folder} commit -qm init")
+        host_sh(
+            f"git init -q {folder} && git -C {folder} add -A && git -C {folder} commit -qm init"
+        )
         (folder / "a.txt").write_text("one\ntwo\n")
 
     def logs(self) -> list[Path]:
@@ -248,9 +248,11 @@ def host_sh(command: str, cwd: Path | None = None, env: dict[str, str] | None = 
 # --------------------------------------------------------------------------- scripts
 
 
-def bash(command: str, risk: str = "LOW") -> dict[str, Any]:
+def bash(command: str, risk: str = "LOW", timeout: float | None = None) -> dict[str, Any]:
     """A script step: one execute_bash call (the model declares LOW: it lies)."""
-    args = {"command": command, "security_risk": risk}
+    args: dict[str, Any] = {"command": command, "security_risk": risk}
+    if timeout is not None:
+        args["timeout"] = timeout  # a hard limit instead of the soft one (10 s)
     return {"tool_calls": [{"name": "execute_bash", "arguments": args}]}
 
 
@@ -339,9 +341,14 @@ def in_pty(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float =
     """Run `argv` with its output on a terminal (git pages only to one); its output."""
     main, secondary = pty.openpty()
     proc = subprocess.Popen(
-        list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=secondary,
-        stderr=secondary, start_new_session=True,
-    )  # fmt: skip
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=secondary,
+        start_new_session=True,
+    )
     os.close(secondary)
     output = bytearray()
     deadline = time.monotonic() + timeout

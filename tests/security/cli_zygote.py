@@ -79,12 +79,12 @@ def _wait(pid: int, timeout: float) -> dict[str, object]:
 def main() -> None:
     """Import once, then serve requests from stdin until it closes."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm  # noqa: F401
+
     import workbench.cli
     import workbench.headless
     import workbench.llm
     import workbench.session  # noqa: F401
-
-    import litellm  # noqa: F401
 
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

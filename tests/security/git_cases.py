@@ -88,31 +88,49 @@ CASES: list[GitCase] = [
         setup=("echo '* filter=x' > .gitattributes",),
     ),
     GitCase("git config --file .git/config", ("git config -f .git/config core.pager {pay}",)),
-    GitCase("cp -r payload/hooks .git/", ("cp -r payload/hooks .git/",),
-            setup=(_hooks_in("payload/hooks"),)),  # fmt: skip
-    GitCase("git init --template", ("git init -q --template=./tpl",), setup=(_hooks_in("tpl/hooks"),)),
+    GitCase(
+        "cp -r payload/hooks .git/",
+        ("cp -r payload/hooks .git/",),
+        setup=(_hooks_in("payload/hooks"),),
+    ),
+    GitCase(
+        "git init --template", ("git init -q --template=./tpl",), setup=(_hooks_in("tpl/hooks"),)
+    ),
     GitCase(
         "tar -C .git -xf",
         ("tar -C .git -xf h.tar",),
         setup=(_hooks_in("t/hooks") + " && tar -cf h.tar -C t hooks",),
     ),
-    GitCase("mv x .git/hooks/post-checkout", ("mv x .git/hooks/post-checkout",),
-            setup=("cp pay.sh x",)),  # fmt: skip
+    GitCase(
+        "mv x .git/hooks/post-checkout", ("mv x .git/hooks/post-checkout",), setup=("cp pay.sh x",)
+    ),
     GitCase("ln -s into .git/hooks", ("ln -s {pay} .git/hooks/pre-commit",)),
     GitCase("cp into .git/hooks", ("cp pay.sh .git/hooks/pre-commit",)),
     GitCase("install into .git/hooks", ("install -m 755 pay.sh .git/hooks/post-checkout",)),
     GitCase("cd .git/hooks and copy", ("cd .git/hooks && cp ../../pay.sh pre-commit; cd {ws}",)),
     GitCase(
         "shell redirect into a hook",
-        ("printf '#!/bin/sh\\nsh {pay}\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",),
+        (
+            "printf '#!/bin/sh\\nsh {pay}\\n' > .git/hooks/pre-commit"
+            " && chmod +x .git/hooks/pre-commit",
+        ),
     ),
-    GitCase("sed -i on .git/config", ("sed -i 's|^\\[core\\]|[core]\\n\\tfsmonitor = {pay}|' .git/config",)),
+    GitCase(
+        "sed -i on .git/config",
+        ("sed -i 's|^\\[core\\]|[core]\\n\\tfsmonitor = {pay}|' .git/config",),
+    ),
     GitCase("echo >> .git/config", ("printf '[core]\\n\\tfsmonitor = {pay}\\n' >> .git/config",)),
     GitCase("tee -a .git/config", ("printf '[core]\\n\\tpager = {pay}\\n' | tee -a .git/config",)),
-    GitCase("perl -pi on .git/config", ("perl -0pi -e 's#\\[core\\]#[core]\\n\\tfsmonitor = {pay}#' .git/config",)),
+    GitCase(
+        "perl -pi on .git/config",
+        ("perl -0pi -e 's#\\[core\\]#[core]\\n\\tfsmonitor = {pay}#' .git/config",),
+    ),
     GitCase(
         "python open() on .git/config",
-        ("python3 -c \"open('.git/config', 'a').write('[core]\\\\n\\\\tfsmonitor = {pay}\\\\n')\"",),
+        (
+            "python3 -c \"open('.git/config', 'a')"
+            ".write('[core]\\\\n\\\\tfsmonitor = {pay}\\\\n')\"",
+        ),
     ),
     GitCase(
         "python zipfile into .git/hooks",
@@ -123,15 +141,21 @@ CASES: list[GitCase] = [
             "[os.chmod('.git/hooks/' + n, 0o755) for n in ('pre-commit', 'post-checkout')]\"",
         ),
     ),
-    GitCase("unzip -o into .git/hooks", ("unzip -o -q h.zip -d .git/hooks",),
-            setup=(_hooks_in("z") + " && (cd z && zip -q ../h.zip pre-commit post-checkout)",)),  # fmt: skip
+    GitCase(
+        "unzip -o into .git/hooks",
+        ("unzip -o -q h.zip -d .git/hooks",),
+        setup=(_hooks_in("z") + " && (cd z && zip -q ../h.zip pre-commit post-checkout)",),
+    ),
     GitCase(
         "editor creates .git/hooks/pre-commit",
         ("edit:{ws}/.git/hooks/pre-commit|{payload}", "chmod +x .git/hooks/pre-commit"),
     ),
     GitCase("editor edits .git/config", ("replace:{ws}/.git/config|[core]=>{cfg}",)),
-    GitCase("ln -sf a workspace file as .git/config", ("cat .git/config evil.cfg > c2 && ln -sf ../c2 .git/config",),
-            setup=("edit:{ws}/evil.cfg|{cfg}",)),  # fmt: skip
+    GitCase(
+        "ln -sf a workspace file as .git/config",
+        ("cat .git/config evil.cfg > c2 && ln -sf ../c2 .git/config",),
+        setup=("edit:{ws}/evil.cfg|{cfg}",),
+    ),
     GitCase(
         ".git/info/attributes with a filter",
         ("printf '* filter=y\\n' > .git/info/attributes", "git config filter.y.clean {pay}"),
@@ -139,7 +163,8 @@ CASES: list[GitCase] = [
     GitCase(
         ".gitmodules and .git/modules/x/config",
         (
-            "mkdir -p .git/modules && git init -q --separate-git-dir=.git/modules/x x && git -C x -c user.name=a -c user.email=a@b.c commit -q --allow-empty -m s"
+            "mkdir -p .git/modules && git init -q --separate-git-dir=.git/modules/x x"
+            " && git -C x -c user.name=a -c user.email=a@b.c commit -q --allow-empty -m s"
             " && git -C x config core.fsmonitor {pay}",
             "printf '[submodule \"x\"]\\n\\tpath = x\\n\\turl = ./x\\n' > .gitmodules && "
             "git update-index --add --cacheinfo 160000,$(git -C x rev-parse HEAD),x",
@@ -147,7 +172,10 @@ CASES: list[GitCase] = [
     ),
     GitCase(
         "mv .git away and recreate it",
-        ("mv .git .g && mkdir .git && cp -r .g/. .git/ && printf '[core]\\n\\tfsmonitor = {pay}\\n' >> .git/config",),
+        (
+            "mv .git .g && mkdir .git && cp -r .g/. .git/"
+            " && printf '[core]\\n\\tfsmonitor = {pay}\\n' >> .git/config",
+        ),
     ),
     GitCase(
         "git init a fresh repository, then its config",

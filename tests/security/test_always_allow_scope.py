@@ -1,4 +1,4 @@
-""""Always allow" never proposes a rule broader than the command's program and subcommand, and
+"""The "always allow" never proposes a rule broader than the command's program and subcommand, and
 never one for a path outside the workspace (unit level: `workbench/security/allow_rules.py`)."""
 
 from __future__ import annotations

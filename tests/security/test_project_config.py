@@ -62,7 +62,9 @@ def plant_steps(host: Host, form: str) -> list[dict[str, object]]:
         bash("chmod +x x.sh"),
     ]
     for line in PLANTS[form]:
-        steps.append(create(host.ws / ".workbench/config.toml", RULES) if line == "edit" else bash(line))
+        steps.append(
+            create(host.ws / ".workbench/config.toml", RULES) if line == "edit" else bash(line)
+        )
     return steps
 
 

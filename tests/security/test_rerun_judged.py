@@ -36,13 +36,18 @@ def craft(folder: Path, workspace: Path, env: dict[str, str], command: str) -> P
         ),
         LLMCallEvent(id=5, latency_ms=1.0, **call),
         ActionEvent(
-            id=6, tool_name="execute_bash", tool_call_id="c2",
-            action=CmdRunAction(command=command), security_risk="LOW",
-        ),  # fmt: skip
+            id=6,
+            tool_name="execute_bash",
+            tool_call_id="c2",
+            action=CmdRunAction(command=command),
+            security_risk="LOW",
+        ),
         ObservationEvent(
-            id=7, cause=6, tool_call_id="c2",
+            id=7,
+            cause=6,
+            tool_call_id="c2",
             observation=CmdOutputObservation(command=command, content="ok\n", exit_code=0),
-        ),  # fmt: skip
+        ),
         StateChangedEvent(id=8, state="finished", reason="success: done"),
     ]
     for event in events:
