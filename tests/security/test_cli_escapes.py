@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,9 +40,6 @@ def recorded(cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> tuple[Host, 
     """A session full of escapes: (its host, its session id, the headless run)."""
     host = Host(tmp_path_factory.mktemp("escapes"))
     (host.ws / "a.txt").write_text("one\n")
-    (host.cfg / "config.toml").write_text(
-        '[security]\nallow = ["run:echo \\u001b]52;c;ZXZpbA==\\u0007 \\u001b[2J \\u009b31m"]\n'
-    )
     name = f"n{NASTY}.txt"
     steps: list[dict[str, Any]] = [
         {"text": f"I will look {NASTY}", **create(host.ws / name, f"body {NASTY}\n")},
@@ -53,6 +51,15 @@ def recorded(cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> tuple[Host, 
     assert len(answers(server)) == 3
     session_id = host.logs()[-1].stem
     return host, session_id, run
+
+
+def nasty_config(folder: Path) -> Path:
+    """A user config folder whose allow rule carries the escapes (TOML \\u escapes)."""
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        '[security]\nallow = ["run:echo \\u001b]52;c;ZXZpbA==\\u0007 \\u001b[2J \\u009b31m"]\n'
+    )
+    return folder
 
 
 COMMANDS: dict[str, Callable[[str], list[str]]] = {
@@ -80,9 +87,12 @@ def test_every_cli_command_prints_no_escapes(
 ) -> None:
     host, session_id, _ = recorded
     argv = COMMANDS[command](session_id)
-    run = cli.run(argv, host.env(), host.ws if command != "rewind --to 0 --yes" else host.root)
+    env = host.env()
+    if command.startswith("policy"):  # a user config whose rule holds them (only here)
+        env["WORKBENCH_CONFIG_DIR"] = str(nasty_config(host.root / "nasty-config"))
+    run = cli.run(argv, env, host.ws if command != "rewind --to 0 --yes" else host.root)
     assert not run.timed_out and run.code in DOCUMENTED, f"exit {run.code}:\n{run.text[-2000:]}"
-    assert run.stdout.strip(), f"{command} printed nothing to check:\n{run.text[-2000:]}"
+    assert (run.stdout + run.stderr).strip(), f"{command} printed nothing:\n{run.text[-2000:]}"
     found = controls(run.stdout + run.stderr)
     assert not found, f"`workbench {' '.join(argv[:2])}` printed {found}:\n{run.text[-1500:]!r}"
 

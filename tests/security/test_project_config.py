@@ -19,6 +19,7 @@ from attack_support import (
     bash,
     check_no_marker,
     check_survived,
+    check_unchanged,
     create,
     host_triggers,
     refused,
@@ -79,9 +80,11 @@ def second_session(cli: Cli, host: Host, *args: str) -> list[str]:
 @pytest.mark.parametrize("form", list(PLANTS))
 def test_a_planted_project_config_allows_nothing(cli: Cli, host: Host, form: str) -> None:
     host.git_repo()
+    before = host.snapshot()
     run, _ = session(cli, host, plant_steps(host, form))
     check_survived(host, run)
     told = second_session(cli, host)
+    check_unchanged(before, host.snapshot())
     secret = shadow_secret()
     assert all(secret not in text for text in told), "the agent read the host's /etc/shadow"
     assert "fsmonitor" not in (host.ws / ".git/config").read_text()

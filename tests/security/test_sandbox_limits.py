@@ -12,7 +12,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-from attack_support import Cli, Host, answers, bash, check_survived, refused, session
+from attack_support import (
+    Cli,
+    Host,
+    answers,
+    bash,
+    check_survived,
+    check_unchanged,
+    refused,
+    session,
+)
 
 PROCESS_CAP = 1536
 """The most processes the agent may have in its sandbox (the default limit is ~1 024)."""
@@ -37,8 +46,10 @@ SHADOW = [
 
 @pytest.mark.parametrize("command", SHADOW)
 def test_the_agent_cannot_read_etc_shadow(cli: Cli, host: Host, command: str) -> None:
+    before = host.snapshot()
     run, server = session(cli, host, [bash(command)])
     check_survived(host, run)
+    check_unchanged(before, host.snapshot())
     [told] = answers(server)
     assert shadow_root_line() not in told, "the agent read the host's /etc/shadow"
     assert refused(told), f"no clear error: {told[:300]}"
@@ -115,8 +126,10 @@ KILLS = {
 
 @pytest.mark.parametrize("how", list(KILLS))
 def test_the_agent_cannot_end_the_app_or_its_server(cli: Cli, host: Host, how: str) -> None:
+    before = host.snapshot()
     run, server = session(cli, host, [bash(KILLS[how]), bash("echo alive")])
     check_survived(host, run)
+    check_unchanged(before, host.snapshot())
     attack, alive = answers(server)
     assert "alive" in alive, f"the sandbox did not survive: {alive[:300]}"
     assert refused(attack), f"no clear error: {attack[:300]}"
