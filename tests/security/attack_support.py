@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -292,6 +293,12 @@ def answers(server: Any) -> list[str]:
         return []
     messages = server.requests[-1]["messages"]
     return [str(m.get("content") or "") for m in messages if m["role"] == "tool"]
+
+
+def shown(text: str, limit: int = 300) -> str:
+    """`text` for a failure message, any /etc/shadow-like line masked (test logs are public)."""
+    masked = re.sub(r"(?m)^([\w.-]+):[^:\n]*:(\d*:){5,}.*$", r"\1:<masked shadow line>", text)
+    return masked[:limit]
 
 
 def refused(text: str) -> bool:

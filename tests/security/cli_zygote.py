@@ -92,10 +92,8 @@ def main() -> None:
         pid = os.fork()
         if pid == 0:
             _child(request)
-        if request.get("detach"):
-            print(json.dumps({"pid": pid}), flush=True)
-            continue
         print(json.dumps(_wait(pid, float(request.get("timeout", 120)))), flush=True)
+    os._exit(0)  # litellm's threads must not hold up the exit
 
 
 if __name__ == "__main__":

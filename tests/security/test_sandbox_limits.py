@@ -21,6 +21,7 @@ from attack_support import (
     check_unchanged,
     refused,
     session,
+    shown,
 )
 
 PROCESS_CAP = 1536
@@ -51,8 +52,9 @@ def test_the_agent_cannot_read_etc_shadow(cli: Cli, host: Host, command: str) ->
     check_survived(host, run)
     check_unchanged(before, host.snapshot())
     [told] = answers(server)
-    assert shadow_root_line() not in told, "the agent read the host's /etc/shadow"
-    assert refused(told), f"no clear error: {told[:300]}"
+    leaked = shadow_root_line() in told
+    assert not leaked, "the agent read the host's /etc/shadow"
+    assert refused(told), f"no clear error: {shown(told)}"
 
 
 def test_the_agent_is_not_root(cli: Cli, host: Host) -> None:
