@@ -30,6 +30,9 @@ def _child(request: dict[str, object]) -> None:
     assert isinstance(env, dict)
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
+    import tempfile
+
+    tempfile.tempdir = None  # cached by an import in the parent: read TMPDIR again
     os.chdir(str(request["cwd"]))
     stdin = os.open(str(request.get("stdin") or os.devnull), os.O_RDONLY)
     out = os.open(str(request["stdout"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -9,7 +9,9 @@ workspace), as a misjudged or approved action could.
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,27 @@ def test_store_symlinks_docker(cli: Cli, host: Host, sandbox_image: str) -> None
     run, _ = session(cli, host, plant(host, CHECKPOINTS, "/workspace"), timeout=300, **env)
     check_survived(host, run)
     rewind_on_the_host(cli, host, before, **env)
+
+
+@pytest.mark.docker
+def test_a_fifo_in_a_dead_apps_temp_folder_does_not_stall_a_docker_start(
+    cli: Cli, host: Host, sandbox_image: str
+) -> None:
+    """The Docker runtime sweeps dead apps' `sandbox-local-*` folders as it starts: a FIFO the
+    agent made of its `owner.json` must not stall that start."""
+    env = {"RUNTIME": "docker", "WORKBENCH_SANDBOX_DOCKER_BASE_IMAGE": BASE_IMAGE}
+    clean, planted = host.root / "tmp-clean", host.root / "tmp-planted"
+    clean.mkdir()
+    (planted / "sandbox-local-left").mkdir(parents=True)
+    os.mkfifo(planted / "sandbox-local-left/owner.json")
+    started = time.monotonic()
+    run, _ = session(cli, host, [bash("echo hi")], timeout=300, TMPDIR=str(clean), **env)
+    check_survived(host, run)
+    baseline = time.monotonic() - started
+    bound = max(3 * baseline, baseline + 30)
+    started = time.monotonic()
+    run, _ = session(cli, host, [bash("echo hi")], timeout=bound, TMPDIR=str(planted), **env)
+    took = time.monotonic() - started
+    clean_s = f"{baseline:.0f} s clean"
+    assert not run.timed_out, f"the start stalled on the FIFO ({took:.0f} s, {clean_s})"
+    check_survived(host, run)
