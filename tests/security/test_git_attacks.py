@@ -52,3 +52,32 @@ def test_the_hosts_git_never_runs_the_agents_code(cli: Cli, host: Host, case: Gi
     assert any(refused(text) for text in attack_answers), (
         f"the agent was not told its write under .git was refused: {attack_answers}"
     )
+
+
+APPROVED = [
+    "core.fsmonitor",
+    "include.path to a file the editor wrote",
+    "echo >> .git/config",
+    "python open() on .git/config",
+    "editor edits .git/config",
+    "cp into .git/hooks",
+    "git init --template",
+    "tar -C .git -xf",
+    ".gitmodules and .git/modules/x/config",
+]
+"""Forms run once more with every action approved (`--on-confirm approve`: the person said
+yes, or the analyzer misjudged): the protected paths must hold whatever the analyzer says."""
+
+
+@pytest.mark.parametrize("name", APPROVED)
+def test_protected_paths_hold_even_when_approved(cli: Cli, host: Host, name: str) -> None:
+    case = next(case for case in ALL if case.name == name)
+    host.git_repo()
+    setup, attack = case.steps(host)
+    before = host.snapshot()
+    run, server = session(cli, host, [*setup, *attack], CONTROL_ARGS)
+    check_survived(host, run)
+    told = answers(server)[len(setup) :]
+    check_no_marker(host, host_triggers(host))
+    check_unchanged(before, host.snapshot())
+    assert any(refused(text) for text in told), f"no clear error from the sandbox: {told}"

@@ -78,11 +78,14 @@ def second_session(cli: Cli, host: Host, *args: str) -> list[str]:
     return answers(server)
 
 
-@pytest.mark.parametrize("form", list(PLANTS))
+@pytest.mark.parametrize("form", [*PLANTS, "editor (approved)"])
 def test_a_planted_project_config_allows_nothing(cli: Cli, host: Host, form: str) -> None:
+    """(approved): the plant itself approved; the next session still does not trust it."""
+    args = ["--on-confirm", "approve"] if form.endswith("(approved)") else []
+    form = form.removesuffix(" (approved)")
     host.git_repo()
     before = host.snapshot()
-    run, _ = session(cli, host, plant_steps(host, form))
+    run, _ = session(cli, host, plant_steps(host, form), args)
     check_survived(host, run)
     told = second_session(cli, host)
     check_unchanged(before, host.snapshot())

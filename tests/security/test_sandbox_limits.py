@@ -45,10 +45,13 @@ SHADOW = [
 ]
 
 
-@pytest.mark.parametrize("command", SHADOW)
+@pytest.mark.parametrize("command", [*SHADOW, "cat /etc/shadow (approved)"])
 def test_the_agent_cannot_read_etc_shadow(cli: Cli, host: Host, command: str) -> None:
+    """(approved): `--on-confirm approve`, whatever the analyzer says the uid must hold."""
+    args = ["--on-confirm", "approve"] if command.endswith("(approved)") else []
+    command = command.removesuffix(" (approved)")
     before = host.snapshot()
-    run, server = session(cli, host, [bash(command)])
+    run, server = session(cli, host, [bash(command)], args)
     check_survived(host, run)
     check_unchanged(before, host.snapshot())
     [told] = answers(server)
