@@ -182,8 +182,11 @@ class DockerRuntime(ServerRuntime):
         return await super().execute(action)
 
     async def close(self) -> None:
-        """Stop the container (see `ServerRuntime.close`), then drop this session's index."""
+        """Stop the container (see `ServerRuntime.close`), neutralise what the agent left under
+        protected paths, then drop this session's index."""
         await super().close()
+        if self.host_guard is not None:
+            self.host_guard.check()
         checkpoints, self._host_checkpoints = self._host_checkpoints, None
         if checkpoints is not None:
             await asyncio.to_thread(checkpoints.close)
@@ -237,12 +240,6 @@ class DockerRuntime(ServerRuntime):
             return
         await asyncio.to_thread(_remove, container)
         _close_quietly(lifeline)
-
-    async def close(self) -> None:
-        """Remove the container, then neutralise what the agent left under protected paths."""
-        await super().close()
-        if self.host_guard is not None:
-            self.host_guard.check()
 
     def _alive(self) -> bool:
         # Asking the engine before every action would cost more than the action; a dead
