@@ -169,10 +169,22 @@ PROFILE: tuple[Row, ...] = (
     ),
     Row(
         LIMITS_SLOT,
-        "see sandbox/limits.py",
-        "see sandbox/limits.py",
+        "per session ([sandbox.limits], sandbox/limits.py): 1024 processes and memory half the "
+        "RAM up to 8 GiB, by a cgroup (v2 delegated, else v1 as root; RLIMIT_NPROC for the "
+        "agent's own uid where no cgroup can be made); /tmp, /run, /dev/shm 1 GiB each",
+        "the same numbers as Docker's pids limit, memory limit, tmpfs and shm sizes",
         "set by whoever runs the server",
-        "none",
+        "processes and memory by a cgroup where one can be made; tmpfs: the host's",
+    ),
+    Row(
+        "who the agent is",
+        "an unprivileged uid of its own (sandbox.local.agent_uid; 61000-61999 by default) when "
+        "the app is root, the workspace shown to it through an idmapped mount (its files stay "
+        "the owner's); your uid, without capabilities, otherwise",
+        "SANDBOX_USER_ID, else the workspace owner, else (a root-owned workspace) a non-root "
+        "uid through an idmapped mount",
+        "the server's uid",
+        "your uid",
     ),
 )
 """What the agent can do, per runtime: `docs/security.md` shows it as `profile_table()`."""

@@ -6,6 +6,8 @@ import posixpath
 import re
 from fnmatch import fnmatchcase
 
+from sandbox.profile import PROTECTED_GLOBS as _PROFILE_GLOBS
+
 PERSISTS = "a file that decides what runs later (persistence)"
 """What a reason says of a persistence spot."""
 SCRATCH = ("/tmp", "/var/tmp")
@@ -33,26 +35,36 @@ _PERSISTENCE = re.compile(
 )
 
 
-PROTECTED_GLOBS: tuple[str, ...] = (
-    ".git/config",
-    ".git/hooks/",
-    ".git/info/",
-    ".git/modules/*/config",
-    ".git/modules/*/hooks/",
-    ".gitmodules",
-    ".workbench/",
-)
-"""Paths inside the workspace the agent may not change, relative to it (a trailing `/`: the
-folder and everything in it; `*`: one name). Mirrors `PROTECTED_GLOBS` in
-`sandbox/profile.py`, which makes them read-only in every runtime: import it from there once
-both are merged. `include.path`/`includeIf` targets are protected by the profile too; the
-analyzer cannot know them, and rates every `git config` that writes instead."""
+def _analyzer_globs(profile_globs: tuple[str, ...]) -> tuple[str, ...]:
+    """The sandbox profile's protected paths in the analyzer's form: a trailing `/` for a
+    folder and everything in it, `*` for one name (`**` inside a pattern becomes `*`; the
+    entries that only name a folder, `.git` itself, are `holds_protected`'s)."""
+    folders = {glob[: -len("/**")] for glob in profile_globs if glob.endswith("/**")}
+    found: list[str] = []
+    for glob in profile_globs:
+        if glob.endswith("/**") or glob == ".git":
+            continue
+        form = glob.replace("**", "*") + ("/" if glob in folders else "")
+        if form not in found:
+            found.append(form)
+    return tuple(found)
+
+
+PROTECTED_GLOBS: tuple[str, ...] = _analyzer_globs(_PROFILE_GLOBS)
+"""Paths inside the workspace the agent may not change, relative to it, as the sandbox
+profile (`sandbox/profile.py`, which makes them read-only in every runtime) names them.
+`include.path`/`includeIf` targets are protected by the profile too; the analyzer cannot know
+them, and rates every `git config` that writes instead."""
 _PROTECTED_WHAT = {
     ".git/config": "the repository's config",
+    ".git/config.worktree": "the repository's worktree config",
+    ".git/commondir": "where git finds the repository",
     ".git/hooks/": "the repository's hooks",
     ".git/info/": "git's info folder (attributes, excludes)",
     ".git/modules/*/config": "a submodule's config",
     ".git/modules/*/hooks/": "a submodule's hooks",
+    ".git/worktrees/*/config.worktree": "a worktree's config",
+    ".git/worktrees/*/commondir": "where a worktree finds the repository",
     ".gitmodules": "the list of submodules",
     ".workbench/": "the project's workbench config",
 }
@@ -98,7 +110,7 @@ def protected(path: str, workspace: str) -> str | None:
         if len(names) < len(parts) or (len(names) > len(parts) and not folder):
             continue
         if _matches(names[: len(parts)], parts):
-            return _PROTECTED_WHAT[glob]
+            return _PROTECTED_WHAT.get(glob, "a protected path")
     return None
 
 
@@ -137,7 +149,7 @@ def protected_tail(tail: str) -> str | None:
             suffix = parts[start:]
             fits = len(names) >= len(suffix) if folder else len(names) == len(suffix)
             if fits and _matches(names[: len(suffix)], suffix):
-                return _PROTECTED_WHAT[glob]
+                return _PROTECTED_WHAT.get(glob, "a protected path")
     return None
 
 
