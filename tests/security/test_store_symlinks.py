@@ -18,7 +18,9 @@ import pytest
 from attack_support import Cli, Host, bash, check_survived, check_unchanged, session
 from docker_support import BASE_IMAGE, sandbox_image
 
-from sandbox.runtimes.docker import CHECKPOINTS
+CHECKPOINTS = "/checkpoints"
+"""Where the store was mounted in the container (now it stays on the host: the agent must not
+find it there, nor anywhere else)."""
 
 __all__ = ["sandbox_image"]  # a fixture, used by name
 
