@@ -212,15 +212,36 @@ _PROTECTED_NAME = re.compile(
 )
 
 
-def refused_write_note(output: str) -> str | None:
+_DOT_NAME = re.compile(r"(?:^|[\s'\"=<>|;&])(\.[A-Za-z][\w.-]*)")
+"""A dot-name in a command (`.bashrc`): a home folder's dotfiles are protected paths too."""
+
+
+def refused_write_note(output: str, command: str = "") -> str | None:
     """A note for the agent when a command's output shows a write refused under a protected
-    path (git says "could not write config file .git/config: Device or resource busy")."""
+    path (git says "could not write config file .git/config: Device or resource busy"; `sed -i`
+    only "cannot rename ./sedX: Device or resource busy": then the path is the one the command
+    names)."""
+    refused = False
     for line in output.splitlines()[-200:]:
         if _REFUSED.search(line):
+            refused = True
             name = _PROTECTED_NAME.search(line)
             if name is not None:
                 path = name.group(0)
                 return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
+    if not refused:
+        return None
+    named = _PROTECTED_NAME.search(command)
+    if named is not None:
+        path = named.group(0)
+        return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
+    dot = _DOT_NAME.search(command)
+    if dot is not None and not dot.group(1).startswith((".git", ".workbench")):
+        return (
+            f"A write was refused. If it was to {dot.group(1)}: in a home folder the sandbox "
+            f"protects the dotfiles and dot-folders at the workspace root ({WHY['home']}), so the "
+            "agent can read them but not change them; the person can change them on the host."
+        )
     return None
 
 

@@ -252,7 +252,7 @@ class BashExecutor:
                 code = session.last_exit
                 note = _join(note, _signal_note(code))
                 if code != 0:
-                    note = _join(note, refused_write_note(content))
+                    note = _join(note, refused_write_note(content, action.command))
             return CmdOutputObservation(
                 command=action.command, content=content, exit_code=code, cwd=session.cwd, note=note
             )

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench import exit_codes
 from workbench.testing.llm_server import ScriptedLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +37,9 @@ KEY = "sk-attack-test-KEY"
 REFUSED = ("not run", "protected", "read-only", "refus", "reject", "denied", "not permitted")
 """Words one of which a clear error to the agent holds (loosely: the wording is not tested)."""
 ESCAPES = (b"\x1b", b"\x9b", b"\x07", b"\x9d")
-DOCUMENTED = frozenset({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 130})
-"""Exit codes docs/headless.md documents, less 10 (internal error: a bug)."""
+DOCUMENTED = frozenset(entry.code for entry in exit_codes.TABLE) - {exit_codes.INTERNAL}
+"""Exit codes docs/headless.md documents (its table is `exit_codes.TABLE`), less the internal
+error (a bug)."""
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "person",
     "GIT_AUTHOR_EMAIL": "person@example.invalid",
@@ -154,6 +156,9 @@ class Host:
         self.decoy = self.root / "decoy"
         self.data = self.root / "data"
         self.cfg = self.root / "cfg"
+        self.cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        """The app's own cache, shared with the rest of the suite (the Docker runtime's
+        wheelhouse, built once): the agent never reaches it."""
         for folder in (self.ws, self.home, self.marks, self.decoy, self.cfg):
             folder.mkdir(parents=True, exist_ok=True)
         (self.decoy / "victim.txt").write_text("decoy\n")
@@ -175,7 +180,7 @@ class Host:
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.home / ".config"),
             "XDG_DATA_HOME": str(self.home / ".local/share"),
-            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "XDG_CACHE_HOME": str(self.cache),
             "XDG_STATE_HOME": str(self.home / ".local/state"),
             "LLM_MODEL": MODEL,
             "LLM_BASE_URL": base_url,
@@ -208,7 +213,7 @@ class Host:
 
     def snapshot(self) -> dict[str, str]:
         """Every path outside the workspace and the app's own dirs, with what it holds."""
-        skip = {self.ws, self.data, self.cfg}
+        skip = {self.ws, self.data, self.cfg, self.cache}
         return snapshot(self.root, skip)
 
 

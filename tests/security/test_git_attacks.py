@@ -44,7 +44,9 @@ def test_the_hosts_git_never_runs_the_agents_code(cli: Cli, host: Host, case: Gi
     told = answers(server)
     assert len(told) == len(setup) + len(attack), told
     for step, text in zip(setup, told, strict=False):
-        assert not refused(text), f"ordinary work was refused: {step}\n{text}"
+        # A note that the sandbox now protects a new repository's config is no refusal.
+        ran = text.lstrip().startswith("[exit code 0") or "\n[exit code 0" in text
+        assert ran or not refused(text), f"ordinary work was refused: {step}\n{text}"
     attack_answers = told[len(setup) :]
     guilty = host_triggers(host)
     check_no_marker(host, guilty)
