@@ -106,6 +106,7 @@ class Controller(EventHub):
         workspace: str | None = None,
         executors: Mapping[str, bool] | None = None,
         instructions: Instructions | None = None,
+        world: str = "",
     ) -> None:
         super().__init__(session, runtime)
         self.config = config
@@ -118,7 +119,7 @@ class Controller(EventHub):
         self.instructions = instructions
         """The project instructions in the system prompt (announced by the first run)."""
         self.system = system_prompt(
-            self.workspace, self.tools, instructions.text if instructions else ""
+            self.workspace, self.tools, instructions.text if instructions else "", world
         )
         self._tool_context = ToolContext(runtime, self.workspace)
         # The conversation sent to the LLM, grown with the events instead of remade each step.

@@ -218,6 +218,7 @@ async def open_controller(
     now; a server that did not start is reported when the run starts), and records into
     `log`."""
     from workbench.agent.instructions import load_instructions
+    from workbench.agent.world import sandbox_world
     from workbench.controller import Controller
 
     info = await runtime.info()
@@ -236,6 +237,7 @@ async def open_controller(
         workspace=info.workspace,
         executors=info.executors,
         instructions=instructions,
+        world=sandbox_world(config, runtime, runtime_limits(runtime)),
     )
     mcp.attach(controller)
     return controller

@@ -36,13 +36,18 @@ above or the user's request):
 {text}"""
 
 
-def system_prompt(workspace: str, tools: Sequence[Tool[Any, Any]], instructions: str = "") -> str:
-    """The system prompt for an agent in `workspace` offered `tools`, with the project's
-    `instructions` (`workbench.agent.instructions`) last."""
+def system_prompt(
+    workspace: str, tools: Sequence[Tool[Any, Any]], instructions: str = "", world: str = ""
+) -> str:
+    """The system prompt for an agent in `workspace` offered `tools`, with what its sandbox
+    allows (`world`, `workbench.agent.world`) and the project's `instructions`
+    (`workbench.agent.instructions`) last."""
     parts = [_INTRO.format(workspace=workspace)]
     lines = [f"* {tool.prompt_line or f'`{tool.name}`'}" for tool in tools]
     parts.append("Your tools:\n" + "\n".join(lines))
     parts += [extra for tool in tools if (extra := tool.prompt_extra())]
+    if world:
+        parts.append(world)
     parts.append(_RULES)
     if instructions:
         parts.append(_PROJECT.format(text=instructions))

@@ -1,0 +1,61 @@
+"""What the agent is told of its world: a few lines of the system prompt saying what the
+sandbox profile lets it do (where it may write, what is protected, its home, the network, how
+to install packages, its limits), so that a refusal is no surprise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.config import Config
+
+
+def sandbox_world(config: Config, runtime: Any, limits: str | None = None) -> str:
+    """The system prompt's paragraph on the sandbox of `runtime` (a started runtime), with the
+    limits in force (`limits`, e.g. "limits: 1024 processes (cgroup v1), ...")."""
+    box = config.sandbox
+    lines = ["Your sandbox:"]
+    if box.runtime == "remote":
+        lines.append(
+            "* A sandbox server elsewhere: what you may read, write and reach is what its "
+            "machine allows. Stay in the workspace."
+        )
+    elif box.runtime == "docker":
+        lines.append(
+            "* A container: the workspace is the person's folder, mounted; the rest of the file "
+            "system is the container's own and is lost when the session ends."
+        )
+    elif getattr(runtime, "isolation", "none") == "bwrap":
+        lines.append(
+            "* Only the workspace (and a private /tmp) is writable; the system is read-only and "
+            "the person's home folder is not there. $HOME is /tmp/home, private to this session "
+            "and emptied when it ends."
+        )
+        if getattr(runtime, "own_uid", False):
+            lines.append("* You run as an unprivileged user of your own, without sudo.")
+    else:
+        lines.append(
+            "* Not isolated: commands run with the person's rights on their machine. Change "
+            "nothing outside the workspace."
+        )
+    lines.append(
+        "* Protected paths in the workspace are read-only: .git/config, .git/hooks/, "
+        ".git/info/, .gitmodules and .workbench/ (the person's git and workbench would run or "
+        "trust what they say). git add, commit, branch, checkout and stash work; for a one-off "
+        "setting use `git -c key=value ...` or GIT_AUTHOR_NAME and the like."
+    )
+    network = box.runtime != "local" or box.local.network
+    lines.append("* The network is on." if network else "* There is no network (loopback only).")
+    lines.append(
+        "* Packages: `pip install --user` and tools in $HOME last for this session only; for "
+        "what must stay, make a virtual environment in the workspace (`python3 -m venv .venv`)."
+    )
+    if limits:
+        lines.append(
+            f"* {limits[0].upper()}{limits[1:]}: a process or memory error may mean one "
+            "was reached."
+        )
+    lines.append(
+        "* A refused action says why and what you can do instead: do not repeat it; take "
+        "another way or ask the person."
+    )
+    return "\n".join(lines)
