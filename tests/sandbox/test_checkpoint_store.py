@@ -98,7 +98,9 @@ def test_two_sandboxes_share_a_store_without_sharing_an_index(tmp_path: Path, ws
     assert not one.index_file.exists() and two.index_file.exists()
 
 
-async def test_the_agent_can_read_but_not_change_the_store(tmp_path: Path, ws: Path) -> None:
+async def test_the_agent_cannot_change_the_store(tmp_path: Path, ws: Path) -> None:
+    """The store is read-only to the agent's processes and, private (0700) to the app's uid, not
+    even readable when the agent runs as its own uid; checkpoints and restores still work."""
     from sandbox.protocol import (
         CheckpointAction,
         CheckpointObservation,
@@ -126,8 +128,9 @@ async def test_the_agent_can_read_but_not_change_the_store(tmp_path: Path, ws: P
             )
         )
         assert isinstance(shell, CmdOutputObservation)
-        assert "read=0" in shell.content and "write=1" in shell.content, shell.content
-        assert "rm=0" not in shell.content
+        assert "write=1" in shell.content and "rm=0" not in shell.content, shell.content
+        if runtime.own_uid:  # another uid: the private store is not even readable
+            assert "read=0" not in shell.content, shell.content
         second = await runtime.execute(CheckpointAction(label="2"))
         assert isinstance(second, CheckpointObservation) and second.changed == ["a"]
         back = await runtime.execute(RestoreAction(commit=first.commit))

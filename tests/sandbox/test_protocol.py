@@ -23,6 +23,7 @@ from sandbox.protocol import (
     FileEntry,
     IPythonAction,
     IPythonObservation,
+    McpBind,
     McpCallAction,
     McpCallObservation,
     McpListAction,
@@ -57,6 +58,11 @@ ACTIONS: list[pydantic.BaseModel] = [
         servers={
             "fs": McpServerSpec(command=["npx", "server-fs", "/w"], env={"TOKEN": "x"}),
             "web": McpServerSpec(url="http://127.0.0.1:9/mcp", headers={"Authorization": "B"}),
+            "home": McpServerSpec(
+                command=["python3", "/home/me/srv/server.py"],
+                binds=[McpBind(source="/run/sandbox-mcp/x", target="/home/me/srv")],
+                cache=True,
+            ),
         }
     ),
     McpCallAction(server="fs", tool="read", arguments={"path": "/w/a", "n": [1, {"x": None}]}),
@@ -125,7 +131,7 @@ def test_server_info_and_file_entry_round_trip() -> None:
 def test_every_model_is_covered() -> None:
     """A model added to protocol.py must get a round trip here."""
     covered = {type(m) for m in ACTIONS + OBSERVATIONS + EVENTS} | {ServerInfo, FileEntry}
-    covered |= {McpServerSpec, McpServerState, McpToolInfo}  # inside the ones above
+    covered |= {McpServerSpec, McpServerState, McpToolInfo, McpBind}  # inside the ones above
     defined = {
         obj
         for _, obj in inspect.getmembers(protocol, inspect.isclass)
