@@ -40,8 +40,12 @@ def _config(tmp_path: Path) -> Config:
 
 
 def _shows(app: Any, screen: type, selector: str) -> bool:
-    """The question's screen is up with `selector` composed."""
-    return isinstance(app.screen, screen) and bool(app.screen.query(selector))
+    """The question's screen is up with `selector` composed and laid out (a click before the
+    layout lands nowhere)."""
+    if not isinstance(app.screen, screen):
+        return False
+    found = app.screen.query(selector)
+    return bool(found) and found.first().region.height > 0
 
 
 async def test_untrusted_project_rules_are_shown_escaped_and_trusted_with_t(
