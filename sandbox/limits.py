@@ -343,11 +343,12 @@ def _sweep(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             owner = entry.name.removeprefix(PREFIX).split("-", 1)[0]
-            if entry.name.startswith(PREFIX) and owner.isdigit() and not _alive(int(owner)):
+            if entry.name.startswith(PREFIX) and owner.isdigit() and not pid_alive(int(owner)):
                 AgentCgroup(1, {"left": entry}, Limits()).remove(timeout_s=0.5)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another uid counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

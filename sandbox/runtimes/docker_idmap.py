@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox import idmap
+from sandbox.limits import pid_alive
 from sandbox.runtimes.agent_user import default_agent_uid
 
 PREFIX = "workbench-idmap-"
@@ -88,7 +89,7 @@ def sweep() -> None:
     with contextlib.suppress(OSError):
         for entry in root.iterdir():
             owner = entry.name.removeprefix(PREFIX).split("-", 1)[0]
-            if entry.name.startswith(PREFIX) and owner.isdigit() and not _alive(int(owner)):
+            if entry.name.startswith(PREFIX) and owner.isdigit() and not pid_alive(int(owner)):
                 release(entry)
 
 
@@ -109,13 +110,3 @@ def _why_not() -> str:
         except OSError:
             continue
     return "the Docker engine does not run on this machine"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
