@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,11 @@ from sandbox.runtimes.docker_image import (
     in_container,
     log,
 )
+from sandbox.runtimes.docker_mounts import (
+    local_dockerd,
+    parse_volumes,
+    reach_by_container_ip,
+)
 from sandbox.runtimes.host_guard import HostGuard
 
 SERVER_PORT = 8000
@@ -48,61 +51,6 @@ LABEL = leftovers.CONTAINER_LABEL
 TOKEN_FILE = "/.sandbox-token"
 """Where the token waits for the entry point, which deletes it (see docker_entry.py)."""
 START_TIMEOUT_S = 60.0
-
-
-@dataclass(frozen=True)
-class Volume:
-    """One extra mount: a host path at a container path, read-only or not."""
-
-    host: str
-    container: str
-    read_only: bool = False
-
-    @classmethod
-    def parse(cls, spec: str) -> Volume:
-        """Read "host:container[:ro|rw]"; SandboxError saying what is wrong otherwise."""
-        parts = spec.strip().split(":")
-        if len(parts) not in (2, 3) or not parts[0] or not parts[1].startswith("/"):
-            raise SandboxError(
-                f"Bad volume {spec!r}: expected host_path:container_path[:ro|rw] with an "
-                "absolute container path, e.g. /data/in:/mnt/in:ro."
-            )
-        mode = parts[2] if len(parts) == 3 else "rw"
-        if mode not in ("ro", "rw"):
-            raise SandboxError(f"Bad volume {spec!r}: the mode must be ro or rw, not {mode!r}.")
-        return cls(parts[0], parts[1], mode == "ro")
-
-
-def parse_volumes(volumes: str | Sequence[str]) -> list[Volume]:
-    """`SANDBOX_VOLUMES` (comma-separated) or a list of specs, as `Volume`s."""
-    specs = volumes.split(",") if isinstance(volumes, str) else list(volumes)
-    return [Volume.parse(spec) for spec in specs if spec.strip()]
-
-
-def reach_by_container_ip() -> bool:
-    """Whether to reach sandboxes on their bridge address rather than a port on 127.0.0.1.
-
-    Only for a container talking to its host's engine through the socket: the published port
-    is on the host's loopback, out of reach. Docker-in-Docker (the engine runs beside us) and
-    a plain host use the published port. `WORKBENCH_DOCKER_CONNECT=ip|port` decides by hand.
-    """
-    forced = os.environ.get("WORKBENCH_DOCKER_CONNECT", "")
-    if forced in ("ip", "port"):
-        return forced == "ip"
-    return in_container() and not _local_dockerd()
-
-
-@functools.cache
-def _local_dockerd() -> bool:
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm", "rb") as comm:
-                    if comm.read().strip() == b"dockerd":
-                        return True
-            except OSError:
-                continue
-    return False
 
 
 class DockerRuntime(ServerRuntime):
@@ -157,7 +105,7 @@ class DockerRuntime(ServerRuntime):
         self.host_guard: HostGuard | None = None
         """The app's own check of the protected paths (`host_guard.py`); None when the engine
         does not see our paths (this process in a container, the engine elsewhere)."""
-        if (not in_container() or _local_dockerd()) and Path(self.workspace).is_absolute():
+        if (not in_container() or local_dockerd()) and Path(self.workspace).is_absolute():
             self.host_guard = HostGuard(Path(self.workspace), home_like, str(os.getpid()))
         self.image: str | None = None
         self.container_name: str | None = None

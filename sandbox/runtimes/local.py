@@ -33,7 +33,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -46,6 +45,16 @@ from sandbox.runtimes.agent_user import agent_user, default_agent_uid, runs_as_o
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.host_guard import HostGuard
 from sandbox.runtimes.leftovers import SESSION_ENV, kill, session_processes
+from sandbox.runtimes.local_processes import (
+    close_quietly,
+    descendants,
+    is_zombie,
+    signal_group,
+    start_time,
+    wait_exit,
+    wait_gone,
+    wait_pids_gone,
+)
 
 if TYPE_CHECKING:
     from sandbox.client import SandboxClient
@@ -181,7 +190,7 @@ class LocalRuntime(ServerRuntime):
         finally:
             proc.stdout.close()
         if ready is None:
-            await _wait_exit(proc, 0.5)  # EOF on stdout usually means it is exiting
+            await wait_exit(proc, 0.5)  # EOF on stdout usually means it is exiting
             code = proc.poll()
             await self._terminate()
             what = (
@@ -202,14 +211,14 @@ class LocalRuntime(ServerRuntime):
                 f"the sandbox server sent a malformed READY line: {ready!r}"
             ) from exc
         self.pid = proc.pid
-        self._tree = {pid: t for pid in descendants(proc.pid) if (t := _start_time(pid))}
+        self._tree = {pid: t for pid in descendants(proc.pid) if (t := start_time(pid))}
         return SandboxClient(f"http://127.0.0.1:{port}", token)
 
     def _alive(self) -> bool:
         # A killed server whose threads are still exiting is a zombie leader that waitpid
         # does not report yet: it serves nothing, so it counts as dead.
         proc = self._proc
-        return proc is not None and proc.poll() is None and not _is_zombie(proc.pid)
+        return proc is not None and proc.poll() is None and not is_zombie(proc.pid)
 
     async def _terminate(self) -> None:
         proc, self._proc = self._proc, None
@@ -217,20 +226,20 @@ class LocalRuntime(ServerRuntime):
             # With bwrap, a SIGKILLed server leaves its namespace's init exiting, reparented
             # away (no longer our descendant) while the namespace's processes die.
             family = descendants(proc.pid) | {
-                pid for pid, start in self._tree.items() if _start_time(pid) == start
+                pid for pid, start in self._tree.items() if start_time(pid) == start
             }
             self._tree = {}
             if proc.poll() is None:
-                _close_quietly(proc.stdin)  # with --watch-stdin the server shuts down at EOF
-                _signal_group(proc.pid, signal.SIGTERM)
-                await _wait_exit(proc, timeout_s=3.0)
-            _signal_group(proc.pid, signal.SIGKILL)
+                close_quietly(proc.stdin)  # with --watch-stdin the server shuts down at EOF
+                signal_group(proc.pid, signal.SIGTERM)
+                await wait_exit(proc, timeout_s=3.0)
+            signal_group(proc.pid, signal.SIGKILL)
             kill(family)
-            await _wait_exit(proc, timeout_s=5.0)
+            await wait_exit(proc, timeout_s=5.0)
             # Processes in bwrap's pid namespaces die as their namespace ends, a moment later.
-            await _wait_pids_gone(family, timeout_s=2.0)
+            await wait_pids_gone(family, timeout_s=2.0)
         kill(session_processes(self.session_id))
-        await _wait_gone(self.session_id, timeout_s=2.0)
+        await wait_gone(self.session_id, timeout_s=2.0)
         cgroup, self._cgroup = self._cgroup, None
         if cgroup is not None:
             await asyncio.to_thread(cgroup.remove)
@@ -424,82 +433,3 @@ async def _read_ready_line(fd: int, timeout_s: float) -> bytes | None:
         return None
     finally:
         loop.remove_reader(fd)
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below `pid` in the process tree (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _close_quietly(stream: object) -> None:
-    close = getattr(stream, "close", None)
-    if close is not None:
-        with contextlib.suppress(OSError):
-            close()
-
-
-async def _wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    delay = 0.002
-    while proc.poll() is None and time.monotonic() < deadline:
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-
-
-async def _wait_gone(session_id: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        left = [pid for pid in session_processes(session_id) if not _is_zombie(pid)]
-        if not left:
-            return
-        kill(left)
-        await asyncio.sleep(0.02)
-
-
-async def _wait_pids_gone(pids: set[int], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        left = [pid for pid in pids if not _is_zombie(pid)]
-        if not left:
-            return
-        kill(left)
-        await asyncio.sleep(0.01)
-
-
-def _start_time(pid: int) -> bytes | None:
-    """The process's start time (clock ticks after boot), or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except OSError:
-        return True
