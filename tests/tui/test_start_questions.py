@@ -82,6 +82,41 @@ async def test_not_now_leaves_the_rules_unapplied(tmp_path: Path) -> None:
     assert _config(tmp_path).security.allow == []
 
 
+async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Path) -> None:
+    """A user trial: after "Not now", ctrl+r showed only the deny rule; the waiting allow
+    rules were nowhere in the TUI, and the way to trust them later was the CLI only."""
+    from workbench.tui.screens.rules import RulesScreen
+
+    config = _config(tmp_path)
+    app = create_app(config, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        await pilot.press("n")
+        await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: isinstance(app.screen, RulesScreen), "the rules screen")
+        screen = app.screen
+        assert isinstance(screen, RulesScreen)
+        untrusted = [row for row in screen.rows if row.kind == "untrusted"]
+        assert (untrusted[0].rule, untrusted[0].line) == ("run:make*", 2)
+        hint = str(screen.query_one("#rules-hint", Static).render())
+        assert "t review and trust" in hint
+        screen.query_one("#rules-table").move_cursor(row=screen.rows.index(untrusted[0]))  # type: ignore[attr-defined]
+        await pilot.press("d", "y")  # not removed from the file: it is not applied at all
+        assert "not trusted" in str(screen.query_one("#rules-hint", Static).render())
+        assert "make*" in (tmp_path / "ws" / ".workbench" / "config.toml").read_text()
+        await pilot.press("t")
+        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "trust screen")
+        await pilot.press("t")
+        await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
+        assert "run:make*" in config.security.allow
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: isinstance(app.screen, RulesScreen), "the rules screen")
+        rows = app.screen.rows  # type: ignore[attr-defined]
+        assert ("allow", "run:make*") in [(row.kind, row.rule) for row in rows]
+        assert not [row for row in rows if row.kind == "untrusted"]
+
+
 async def test_a_home_folder_is_asked_about_before_the_sandbox_starts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -136,6 +171,7 @@ async def test_a_long_list_scrolls_and_the_buttons_stay_on_screen(tmp_path: Path
     async with app.run_test(size=(80, 24)) as pilot:
         await _until(pilot, lambda: _shows(app, TrustProjectScreen, "#trust-yes"), "question")
         button = app.screen.query_one("#trust-yes")
+        await _until(pilot, lambda: button.region.height > 0, "the button laid out")
         assert button.region.bottom <= 24  # reachable at 80x24
         await pilot.click("#trust-yes")
         await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
