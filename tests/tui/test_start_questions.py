@@ -161,6 +161,27 @@ async def test_resuming_in_another_folder_names_both(tmp_path: Path) -> None:
     assert app.return_value == WORKSPACE_REFUSED and "start" not in backend.calls
 
 
+async def test_a_long_resumed_folder_keeps_both_answers_on_screen(tmp_path: Path) -> None:
+    """A user trial: the folder was in the yes button's label, so a long path made it as wide
+    as the box and pushed "No, quit" off the screen at 80x24."""
+    logged = tmp_path / "projects" / ("a-rather-long-project-folder-name" * 2) / "and-more"
+    logged.mkdir(parents=True)
+    _, question = resumed_workspace(tmp_path, logged, "S1", confirmed=False, headless=False)
+    assert question is not None
+    app = create_app(None, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    app.start_questions = [question]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: _shows(app, StartConfirmScreen, "#start-no"), "question")
+        box = app.screen.query_one("#start-confirm")
+        yes, no = app.screen.query_one("#start-yes"), app.screen.query_one("#start-no")
+        await _until(pilot, lambda: no.region.height > 0, "the buttons laid out")
+        for button in (yes, no):
+            assert box.region.contains_region(button.region), (button, button.region)
+        assert str(logged) in str(app.screen.query_one("#start-body", Static).render())
+        await pilot.press("n")
+    assert app.return_value == WORKSPACE_REFUSED
+
+
 async def test_a_long_list_scrolls_and_the_buttons_stay_on_screen(tmp_path: Path) -> None:
     project = tmp_path / "ws" / ".workbench" / "config.toml"
     project.parent.mkdir(parents=True)
