@@ -117,6 +117,26 @@ async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Pa
         assert not [row for row in rows if row.kind == "untrusted"]
 
 
+async def test_the_limits_wait_for_the_trust_question_to_close(tmp_path: Path) -> None:
+    """A user trial: the sandbox's limits came as a 3 s notification while the person read the
+    trust question, and were gone when it closed."""
+    from workbench.tui.messages import ProgressChanged
+
+    def shown() -> list[str]:
+        return [n.message for n in app._notifications if "1024 processes" in n.message]
+
+    app = create_app(_config(tmp_path), FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        app.post_message(ProgressChanged("sandbox", "ready", "limits: 1024 processes"))
+        await pilot.pause()
+        assert shown() == []  # held while the question is up
+        await pilot.press("n")
+        await _until(pilot, lambda: bool(shown()), "the limits shown after the question")
+        (note,) = [n for n in app._notifications if "1024 processes" in n.message]
+        assert note.timeout >= 8
+
+
 async def test_a_home_folder_is_asked_about_before_the_sandbox_starts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)

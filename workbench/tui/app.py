@@ -24,7 +24,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.events import Resize
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from sandbox.protocol import CommandFinished, OutputChunk
@@ -205,6 +205,8 @@ class WorkbenchApp(App[int]):
         self.saved: SavedView | None = None
         """The saved session shown read-only (Ctrl-O, `--resume`) or a branch not yet begun."""
         self._last_escape = -1e9  # time.monotonic() of the last esc, for esc esc
+        self._held: list[ProgressChanged] = []
+        """Start-up news that came while a question was on screen: shown once it closes."""
         folders = [theme_files.builtin_themes_dir()]
         if user_themes is not None:
             folders.append(user_themes)
@@ -256,6 +258,7 @@ class WorkbenchApp(App[int]):
                 markup=False,
             )
         self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_code_style())
+        self.screen_change_signal.subscribe(self, self._show_held)
         self._apply_code_style()
         status = self.query_one(StatusBar)
         if self.config is not None:
@@ -531,13 +534,24 @@ class WorkbenchApp(App[int]):
         self.query_one(StatusBar).set(**{message.part: message.state})
         if message.detail:
             failed = message.state in ("failed", "dead")
+            if not failed and isinstance(self.screen, ModalScreen):
+                self._held.append(message)  # e.g. the limits, under the trust question
+                return
             self.notify(
                 message.detail,
                 title=message.part,
                 severity="error" if failed else "information",
-                timeout=10 if failed else 3,
+                timeout=10 if failed else 8,  # the limits in force take a few lines to read
                 markup=False,
             )
+
+    def _show_held(self, screen: Screen[Any]) -> None:
+        """Back from a question: the start-up news it covered."""
+        if isinstance(screen, ModalScreen):
+            return
+        held, self._held = self._held, []
+        for message in held:
+            self.on_progress_changed(message)
 
     def on_message_queued(self, message: MessageQueued) -> None:
         """A message waits for the agent's next step: the input box's border says so."""
