@@ -27,7 +27,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from sandbox.protocol import CommandFinished, OutputChunk
+from sandbox.protocol import CommandFinished, ErrorObservation, OutputChunk
 from workbench.events import (
     ENDED_STATES,
     ActionEvent,
@@ -457,6 +457,8 @@ class WorkbenchApp(App[int]):
                 self._reveal(REGISTRY.for_action(event.action).pane or "", live)
         elif isinstance(event, ObservationEvent):
             pane = self._tool_pane(REGISTRY.for_observation(event.observation).pane)
+            if pane is None and isinstance(event.observation, ErrorObservation):
+                pane = self._pane_of(self.actions.get(event.cause or -1))  # e.g. "busy"
             if pane is not None:
                 pane.show_observation(event)
             observation = event.observation
