@@ -87,6 +87,10 @@ async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Pa
     rules were nowhere in the TUI, and the way to trust them later was the CLI only."""
     from workbench.tui.screens.rules import RulesScreen
 
+    project = tmp_path / "ws" / ".workbench" / "config.toml"
+    project.parent.mkdir(parents=True)
+    more = "".join(f', "run:tool{number}*"' for number in range(8))  # more than fit at 80x24
+    project.write_text(PROJECT.replace('allow = ["run:make*"', f'allow = ["run:make*"{more}'))
     config = _config(tmp_path)
     app = create_app(config, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -99,8 +103,11 @@ async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Pa
         assert isinstance(screen, RulesScreen)
         untrusted = [row for row in screen.rows if row.kind == "untrusted"]
         assert (untrusted[0].rule, untrusted[0].line) == ("run:make*", 2)
-        hint = str(screen.query_one("#rules-hint", Static).render())
-        assert "t review and trust" in hint
+        hint_widget = screen.query_one("#rules-hint", Static)
+        assert "t review and trust" in str(hint_widget.render())
+        await _until(pilot, lambda: hint_widget.region.height > 0, "the hint laid out")
+        box = screen.query_one("#rules").region
+        assert box.contains_region(hint_widget.region), (box, hint_widget.region)  # not cut
         screen.query_one("#rules-table").move_cursor(row=screen.rows.index(untrusted[0]))  # type: ignore[attr-defined]
         await pilot.press("d", "y")  # not removed from the file: it is not applied at all
         assert "not trusted" in str(screen.query_one("#rules-hint", Static).render())

@@ -49,7 +49,7 @@ class RulesScreen(ModalScreen[None]):
     }
     #rules-title { text-style: bold; color: $primary; }
     #rules-table { height: auto; max-height: 30; }
-    #rules-hint { color: $text-muted; }
+    #rules-hint { color: $text-muted; dock: bottom; }
     #rules-hint.-asking { color: $warning; text-style: bold; }
     """
 
@@ -94,7 +94,7 @@ class RulesScreen(ModalScreen[None]):
         for row in self.rows:
             where = shorten_home(row.where)
             if row.kind == "untrusted":
-                where = f"{where} · not applied: the file is not trusted (t)"
+                where = f"not applied (t trusts) · {where}"
             rule = Text(row.rule, overflow="ellipsis", no_wrap=True)
             rule.append("\n" + where, style="italic dim")
             table.add_row(Text(row.kind, style=_KIND_STYLE.get(row.kind, "")), rule, height=2)
