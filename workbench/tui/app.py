@@ -1075,6 +1075,7 @@ def run_tui(config: Config, args: Any) -> int:
     import os
     import sys
 
+    from workbench.exit_codes import WORKSPACE_REFUSED
     from workbench.tui import terminal
     from workbench.tui.bridge import ControllerBackend
 
@@ -1092,4 +1093,6 @@ def run_tui(config: Config, args: Any) -> int:
     if history is not None:  # --resume ID / --last: shown read-only; -t continues it at once
         app.initial_session = history.parent_path
     code = app.run()
+    if code == WORKSPACE_REFUSED and app.start_questions:  # a start question answered no
+        print("workbench: not started: you answered no. Nothing was run.", file=sys.stderr)
     return code or 0
