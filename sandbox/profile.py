@@ -247,11 +247,21 @@ def refused_write_note(output: str, command: str = "") -> str | None:
 
 def tell(observation: Observation, found: Sequence[object]) -> Observation:
     """`observation` with a note saying what the guard did after the action."""
+    paths = [str(getattr(f, "path", f)) for f in found]
+    in_git = [p.startswith((".git", ".workbench")) or "/.git" in p for p in paths]
+    protects, fix = [], "The person can change them on the host"
+    if any(in_git) or not paths:
+        protects.append(
+            "the repository's config and hooks (and .workbench/): the person's git on the host "
+            "would run what they name"
+        )
+        fix += "; use `git -c key=value ...` for one command"
+    if not all(in_git):
+        protects.append(f"the dotfiles at the root of this home folder ({WHY['home']})")
     text = (
-        "The sandbox protects the repository's config and hooks (and .workbench/): the person's "
-        "git on the host would run what they name. After this action it did: "
+        f"The sandbox protects {'; and '.join(protects)}. After this action it did: "
         + "; ".join(str(f) for f in found)
-        + ". Change them on the host, or use `git -c key=value ...` for one command."
+        + f". {fix}."
     )
     if isinstance(observation, (CmdOutputObservation, IPythonObservation)):
         note = f"{observation.note}\n{text}" if observation.note else text

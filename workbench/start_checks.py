@@ -48,7 +48,7 @@ def resumed_workspace(
         "Continue in another folder?",
         f"{said}\n\nContinue the session in {logged}? (To work in another folder, quit and "
         "give --workspace DIR.)",
-        f"Yes, work in {logged}",
+        "Yes, continue there",
     )
     return logged, question
 

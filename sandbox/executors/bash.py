@@ -262,6 +262,9 @@ class BashExecutor:
             why = f"Returned at the {action.timeout:g} s timeout; the command is still running."
         else:
             why = f"Returned after {self.max_wait_s:g} s of output; the command is still running."
+        if self._running is not None:  # a limit reached by a command still running is news too
+            note = _join(note, limits.limit_note(self._running.limit_counts))
+            self._running.limit_counts = limits.counts()  # said once, not at every look
         return CmdOutputObservation(
             command=action.command,
             content=content,

@@ -107,6 +107,23 @@ async def test_a_fork_flood_stops_at_the_limit_and_everything_still_answers(
 
 @needs_bwrap
 @needs_cgroups
+async def test_a_shell_fork_loop_still_running_tells_the_agent_of_the_limit(
+    limited: LocalRuntime,
+) -> None:
+    """bash retries a refused fork for a while, so the loop is still running when the agent
+    looks: the note names the limit then, not only once the command ends (a user trial)."""
+    loop = f"for i in $(seq {PROCESSES * 2}); do sleep 60 & done; echo started"
+    obs = await limited.execute(CmdRunAction(command=loop, timeout=6))
+    assert isinstance(obs, CmdOutputObservation), obs
+    assert obs.running and "Resource temporarily unavailable" in obs.content, obs
+    assert obs.note is not None and f"the sandbox allows {PROCESSES} processes" in obs.note
+    assert "still running" in obs.note
+    info = await limited.info()  # the server answers; closing the runtime ends the loop
+    assert info.status == "ok"
+
+
+@needs_bwrap
+@needs_cgroups
 async def test_a_memory_hog_is_killed_and_the_agent_is_told(limited: LocalRuntime) -> None:
     obs = await sh(limited, f"python3 -c \"b = b'x' * {3 * MEMORY}; print(len(b))\"")
     assert obs.exit_code == 137, obs

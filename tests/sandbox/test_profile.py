@@ -94,3 +94,22 @@ def test_the_guard_finds_submodules_in_a_repository_another_uid_owns(tmp_path: P
     assert workspace / "sub" / ".git" / "config" in guard.existing()
     (workspace / "sub" / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
     assert [f.path for f in guard.check()] == ["sub/.git/hooks/post-checkout"]
+
+
+def test_the_note_after_an_action_speaks_of_what_was_protected() -> None:
+    """A user trial: a dotfile the editor created in a home folder was moved out with a note
+    about "the repository's config and hooks" and `git -c`."""
+    from sandbox.profile import tell
+    from sandbox.protect import Finding
+    from sandbox.protocol import CmdOutputObservation, FileEditObservation
+
+    edit = FileEditObservation(command="create", path="/h/.profile", content="File created")
+    home = tell(edit, [Finding(".profile", "a dotfile in a home folder: moved out")])
+    assert isinstance(home, FileEditObservation)
+    assert "dotfiles at the root of this home folder" in home.content
+    assert "repository" not in home.content and "git -c" not in home.content
+    run = CmdOutputObservation(command="git init", content="", exit_code=0)
+    git = tell(run, [Finding(".git/config", "read-only from now on")])
+    assert isinstance(git, CmdOutputObservation) and git.note is not None
+    assert "repository's config" in git.note and "git -c" in git.note
+    assert "home folder" not in git.note

@@ -545,3 +545,41 @@ async def test_a_maximized_pane_draws_its_image_larger(
         await pilot.pause(0.2)
         large = _drawn([strip.text for strip in jupyter._body(image)])
         assert large[1] > small[1] and abs(large[0] / (2 * large[1]) - 1.6) < 0.15, (small, large)
+
+
+async def test_a_command_refused_as_busy_leaves_the_running_one_in_the_shell_header(
+    app_factory: Callable[..., WorkbenchApp],
+) -> None:
+    """A user trial (a fork loop the agent left running): its next command was refused
+    ("busy"), yet the shell's header said "● running $ echo still alive" for good."""
+    from textual.widgets import Static
+
+    from sandbox.protocol import ErrorObservation
+    from workbench.tui.widgets.shell import ShellPane
+
+    loop = "for i in $(seq 2000); do sleep 30 & done"
+    running = CmdOutputObservation(command=loop, content="[1] 5\n", exit_code=-1, running=True)
+    busy = ErrorObservation(error_kind="busy", content="Not executed: `echo alive`. ...")
+    events = [
+        ActionEvent(
+            id=1, tool_name="execute_bash", tool_call_id="c1", action=CmdRunAction(command=loop)
+        ),
+        ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=running),
+        ActionEvent(
+            id=3,
+            tool_name="execute_bash",
+            tool_call_id="c2",
+            action=CmdRunAction(command="echo alive"),
+        ),
+        ObservationEvent(id=4, cause=3, tool_call_id="c2", observation=busy),
+    ]
+    app = app_factory()
+    async with app.run_test(size=(120, 40)) as pilot:
+        shell = app.query_one(ShellPane)
+        for event in events:
+            app.feed_event(event)
+        await pilot.pause(0.1)
+        header = str(shell.query_one("#shell-header", Static).render())
+        assert "still running" in header and "seq 2000" in header, header
+        assert "echo alive" not in header, header
+        assert f"(not run: `{loop}` is still running)" in shell.output.text()

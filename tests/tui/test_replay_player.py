@@ -148,3 +148,25 @@ async def test_rerun_view_shows_recorded_and_new_side_by_side(tmp_path: Path) ->
         await pilot.press("n")
         await pilot.press("q")
     assert app.return_value == 11
+
+
+async def test_the_player_names_the_recorded_workspace(tmp_path: Path) -> None:
+    """A user trial: `workbench replay` started in another folder titled the conversation
+    with that folder, not the one the session worked in."""
+    recording = load_recording(record_session(tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    config = make_config()
+    config.sandbox.workspace = str(elsewhere)
+    app = create_player(
+        recording,
+        config,
+        autoplay=False,
+        clock=lambda: 0.0,
+        image_mode="halfcell",
+        user_themes=tmp_path / "none",
+    )
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.pause()
+        title = str(app.query_one(ConversationView).border_title)
+    assert str(tmp_path / "ws") in title and "elsewhere" not in title, title

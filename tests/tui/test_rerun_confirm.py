@@ -69,3 +69,26 @@ async def test_a_rerun_in_the_tui_asks_on_the_confirmation_panel(
         new = [str(b.query_one(".new", Static).render()) for b in blocks[:3]]
         assert "rejected in the re-run" in new[2], new
         assert not any("nobody to ask" in text for text in new), new
+
+
+@pytest.mark.timeout(180)
+async def test_the_rerun_outcome_is_read_whole_at_80x24(tmp_path: Path) -> None:
+    """A user trial: the last line ("done in /tmp/workbench-replay-…: 1 differ, the first at
+    step 1 (n: next); exit 11 (q quits)") was one row high at 80 columns: the exit code and q
+    were cut off."""
+    log = record_session(tmp_path, [bash("echo one > a.txt", "LOW"), FINISH])
+    again = tmp_path / "a-rather-long-folder-name-for-the-re-run-to-work-in"
+    again.mkdir()
+    overrides = {
+        "sandbox.workspace": str(again),
+        "agent.enable_browser": False,
+        "agent.enable_jupyter": False,
+    }
+    app = RerunView(load_recording(log), load_config(env={}, overrides=overrides))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: app.code is not None, "the end of the re-run")
+        status = app.query_one("#rerun-status", Static)
+        await _until(pilot, lambda: "(q quits)" in str(status.render()), "the outcome line")
+        text = str(status.render())
+        assert len(text) > status.region.width  # the case this is about
+        assert status.region.width * status.region.height >= len(text), (text, status.region)

@@ -86,6 +86,68 @@ async def test_not_now_leaves_the_rules_unapplied(tmp_path: Path) -> None:
     assert _config(tmp_path).security.allow == []
 
 
+async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Path) -> None:
+    """A user trial: after "Not now", ctrl+r showed only the deny rule; the waiting allow
+    rules were nowhere in the TUI, and the way to trust them later was the CLI only."""
+    from workbench.tui.screens.rules import RulesScreen
+
+    project = tmp_path / "ws" / ".workbench" / "config.toml"
+    project.parent.mkdir(parents=True)
+    more = "".join(f', "run:tool{number}*"' for number in range(8))  # more than fit at 80x24
+    project.write_text(PROJECT.replace('allow = ["run:make*"', f'allow = ["run:make*"{more}'))
+    config = _config(tmp_path)
+    app = create_app(config, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        await pilot.press("n")
+        await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: isinstance(app.screen, RulesScreen), "the rules screen")
+        screen = app.screen
+        assert isinstance(screen, RulesScreen)
+        untrusted = [row for row in screen.rows if row.kind == "untrusted"]
+        assert (untrusted[0].rule, untrusted[0].line) == ("run:make*", 2)
+        hint_widget = screen.query_one("#rules-hint", Static)
+        assert "t review and trust" in str(hint_widget.render())
+        await _until(pilot, lambda: hint_widget.region.height > 0, "the hint laid out")
+        box = screen.query_one("#rules").region
+        assert box.contains_region(hint_widget.region), (box, hint_widget.region)  # not cut
+        screen.query_one("#rules-table").move_cursor(row=screen.rows.index(untrusted[0]))  # type: ignore[attr-defined]
+        await pilot.press("d", "y")  # not removed from the file: it is not applied at all
+        assert "not trusted" in str(screen.query_one("#rules-hint", Static).render())
+        assert "make*" in (tmp_path / "ws" / ".workbench" / "config.toml").read_text()
+        await pilot.press("t")
+        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "trust screen")
+        await pilot.press("t")
+        await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
+        assert "run:make*" in config.security.allow
+        await pilot.press("ctrl+r")
+        await _until(pilot, lambda: isinstance(app.screen, RulesScreen), "the rules screen")
+        rows = app.screen.rows  # type: ignore[attr-defined]
+        assert ("allow", "run:make*") in [(row.kind, row.rule) for row in rows]
+        assert not [row for row in rows if row.kind == "untrusted"]
+
+
+async def test_the_limits_wait_for_the_trust_question_to_close(tmp_path: Path) -> None:
+    """A user trial: the sandbox's limits came as a 3 s notification while the person read the
+    trust question, and were gone when it closed."""
+    from workbench.tui.messages import ProgressChanged
+
+    def shown() -> list[str]:
+        return [n.message for n in app._notifications if "1024 processes" in n.message]
+
+    app = create_app(_config(tmp_path), FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        app.post_message(ProgressChanged("sandbox", "ready", "limits: 1024 processes"))
+        await pilot.pause()
+        assert shown() == []  # held while the question is up
+        await pilot.press("n")
+        await _until(pilot, lambda: bool(shown()), "the limits shown after the question")
+        (note,) = [n for n in app._notifications if "1024 processes" in n.message]
+        assert note.timeout >= 8
+
+
 async def test_a_home_folder_is_asked_about_before_the_sandbox_starts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -130,6 +192,27 @@ async def test_resuming_in_another_folder_names_both(tmp_path: Path) -> None:
     assert app.return_value == WORKSPACE_REFUSED and "start" not in backend.calls
 
 
+async def test_a_long_resumed_folder_keeps_both_answers_on_screen(tmp_path: Path) -> None:
+    """A user trial: the folder was in the yes button's label, so a long path made it as wide
+    as the box and pushed "No, quit" off the screen at 80x24."""
+    logged = tmp_path / "projects" / ("a-rather-long-project-folder-name" * 2) / "and-more"
+    logged.mkdir(parents=True)
+    _, question = resumed_workspace(tmp_path, logged, "S1", confirmed=False, headless=False)
+    assert question is not None
+    app = create_app(None, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
+    app.start_questions = [question]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: _shows(app, StartConfirmScreen, "#start-no"), "question")
+        box = app.screen.query_one("#start-confirm")
+        yes, no = app.screen.query_one("#start-yes"), app.screen.query_one("#start-no")
+        await _until(pilot, lambda: no.region.height > 0, "the buttons laid out")
+        for button in (yes, no):
+            assert box.region.contains_region(button.region), (button, button.region)
+        assert str(logged) in str(app.screen.query_one("#start-body", Static).render())
+        await pilot.press("n")
+    assert app.return_value == WORKSPACE_REFUSED
+
+
 async def test_a_long_list_scrolls_and_the_buttons_stay_on_screen(tmp_path: Path) -> None:
     project = tmp_path / "ws" / ".workbench" / "config.toml"
     project.parent.mkdir(parents=True)
@@ -140,6 +223,7 @@ async def test_a_long_list_scrolls_and_the_buttons_stay_on_screen(tmp_path: Path
     async with app.run_test(size=(80, 24)) as pilot:
         await _until(pilot, lambda: _shows(app, TrustProjectScreen, "#trust-yes"), "question")
         button = app.screen.query_one("#trust-yes")
+        await _until(pilot, lambda: button.region.height > 0, "the button laid out")
         assert button.region.bottom <= 24  # reachable at 80x24
         await pilot.click("#trust-yes")
         await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")

@@ -138,3 +138,23 @@ def test_a_terminal_closed_under_the_app_leaves_no_sandbox_folder(
     assert not Path(f"/proc/{pid}").exists(), "the app is still running"
     time.sleep(0.5)  # the sandbox server follows its parent's end
     assert sorted(path.name for path in temp.iterdir()) == []
+
+
+def test_no_to_a_start_question_says_why_nothing_started(tmp_path: Path, tmux: Tmux) -> None:  # noqa: F811
+    """A user trial: "No, quit" on "Work in a home folder?" left the shell with no word (exit
+    13, nothing printed)."""
+    home_like = tmp_path / "someone"
+    (home_like / ".ssh").mkdir(parents=True)
+    (home_like / ".bashrc").write_text("")
+    (tmp_path / "tmp").mkdir()
+    env = _env(tmp_path, "http://127.0.0.1:9/v1")  # never asked: nothing starts
+    setenv = [arg for name, value in env.items() for arg in ("-e", f"{name}={value}")]
+    tmux.run(
+        "new-session", "-d", "-s", "wb", "-x", "80", "-y", "24", *setenv,
+        f"cd {home_like} && {WORKBENCH} --workspace {home_like}; echo EXIT $?; sleep 60",
+    )  # fmt: skip
+    tmux.wait_for(lambda rows: any("Work in a home folder?" in r for r in rows), "the question")
+    tmux.run("send-keys", "-t", "wb", "n")
+    tmux.wait_for(lambda rows: any("EXIT 13" in row for row in rows), "the exit")
+    text = "\n".join(tmux.screen())
+    assert "not started: you answered no" in text, text

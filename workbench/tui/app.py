@@ -24,10 +24,10 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.events import Resize
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from sandbox.protocol import CommandFinished, OutputChunk
+from sandbox.protocol import CommandFinished, ErrorObservation, OutputChunk
 from workbench.events import (
     ENDED_STATES,
     ActionEvent,
@@ -205,6 +205,8 @@ class WorkbenchApp(App[int]):
         self.saved: SavedView | None = None
         """The saved session shown read-only (Ctrl-O, `--resume`) or a branch not yet begun."""
         self._last_escape = -1e9  # time.monotonic() of the last esc, for esc esc
+        self._held: list[ProgressChanged] = []
+        """Start-up news that came while a question was on screen: shown once it closes."""
         folders = [theme_files.builtin_themes_dir()]
         if user_themes is not None:
             folders.append(user_themes)
@@ -256,6 +258,7 @@ class WorkbenchApp(App[int]):
                 markup=False,
             )
         self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_code_style())
+        self.screen_change_signal.subscribe(self, self._show_held)
         self._apply_code_style()
         status = self.query_one(StatusBar)
         if self.config is not None:
@@ -454,6 +457,8 @@ class WorkbenchApp(App[int]):
                 self._reveal(REGISTRY.for_action(event.action).pane or "", live)
         elif isinstance(event, ObservationEvent):
             pane = self._tool_pane(REGISTRY.for_observation(event.observation).pane)
+            if pane is None and isinstance(event.observation, ErrorObservation):
+                pane = self._pane_of(self.actions.get(event.cause or -1))  # e.g. "busy"
             if pane is not None:
                 pane.show_observation(event)
             observation = event.observation
@@ -531,13 +536,24 @@ class WorkbenchApp(App[int]):
         self.query_one(StatusBar).set(**{message.part: message.state})
         if message.detail:
             failed = message.state in ("failed", "dead")
+            if not failed and isinstance(self.screen, ModalScreen):
+                self._held.append(message)  # e.g. the limits, under the trust question
+                return
             self.notify(
                 message.detail,
                 title=message.part,
                 severity="error" if failed else "information",
-                timeout=10 if failed else 3,
+                timeout=10 if failed else 8,  # the limits in force take a few lines to read
                 markup=False,
             )
+
+    def _show_held(self, screen: Screen[Any]) -> None:
+        """Back from a question: the start-up news it covered."""
+        if isinstance(screen, ModalScreen):
+            return
+        held, self._held = self._held, []
+        for message in held:
+            self.on_progress_changed(message)
 
     def on_message_queued(self, message: MessageQueued) -> None:
         """A message waits for the agent's next step: the input box's border says so."""
@@ -1059,6 +1075,7 @@ def run_tui(config: Config, args: Any) -> int:
     import os
     import sys
 
+    from workbench.exit_codes import WORKSPACE_REFUSED
     from workbench.tui import terminal
     from workbench.tui.bridge import ControllerBackend
 
@@ -1076,4 +1093,6 @@ def run_tui(config: Config, args: Any) -> int:
     if history is not None:  # --resume ID / --last: shown read-only; -t continues it at once
         app.initial_session = history.parent_path
     code = app.run()
+    if code == WORKSPACE_REFUSED and app.start_questions:  # a start question answered no
+        print("workbench: not started: you answered no. Nothing was run.", file=sys.stderr)
     return code or 0

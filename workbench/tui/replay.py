@@ -67,6 +67,10 @@ class ReplayApp(WorkbenchApp):
         self.autoplay = autoplay
         self._timer: Timer | None = None
 
+    def _workspace_shown(self) -> str:
+        """The recorded session's workspace, not the folder the player was started in."""
+        return self.recording.workspace or super()._workspace_shown()
+
     def compose(self) -> ComposeResult:
         """The usual panes, then the player's bar and its (hidden) step box."""
         yield from super().compose()

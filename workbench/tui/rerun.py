@@ -60,7 +60,7 @@ class RerunView(App[int]):
     """Runs the re-run in a worker and shows each step as it comes."""
 
     CSS = """
-    #rerun-status { height: 1; background: $boost; }
+    #rerun-status { height: auto; background: $boost; }
     StepBlock { height: auto; border: round $secondary; margin: 0 1; }
     StepBlock.-differs { border: round $error; }
     StepBlock.-skipped { border: round $panel; color: $text-muted; }

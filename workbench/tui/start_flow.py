@@ -56,7 +56,7 @@ def offer_trust(app: App[Any], config: Config | None) -> None:
         if not yes:
             app.notify(
                 f"Not trusted: the allow rules of {state.path} are not applied. To trust it "
-                f"later: {TRUST_HINT}.",
+                f"later: ctrl+r then t, or {TRUST_HINT}.",
                 severity="warning",
                 markup=False,
             )

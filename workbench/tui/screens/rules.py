@@ -21,8 +21,15 @@ from workbench.security.rule_sources import RuleInEffect, remove_rule, rules_in_
 if TYPE_CHECKING:
     from workbench.config_schema import Config
 
-_KIND_STYLE = {"deny": "bold red", "ask": "bold yellow", "allow": "bold green", "policy": "bold"}
+_KIND_STYLE = {
+    "deny": "bold red",
+    "ask": "bold yellow",
+    "allow": "bold green",
+    "policy": "bold",
+    "untrusted": "yellow",
+}
 HINT = "d remove the rule under the cursor · esc close"
+TRUST_KEY_HINT = "t review and trust the project's rules · "
 
 
 def shorten_home(text: str) -> str:
@@ -42,13 +49,14 @@ class RulesScreen(ModalScreen[None]):
     }
     #rules-title { text-style: bold; color: $primary; }
     #rules-table { height: auto; max-height: 30; }
-    #rules-hint { color: $text-muted; }
+    #rules-hint { color: $text-muted; dock: bottom; }
     #rules-hint.-asking { color: $warning; text-style: bold; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("d,delete", "remove", "Remove"),
+        Binding("t", "trust", "Trust project", show=False),
         Binding("y", "confirm", "Yes", show=False),
         Binding("n", "cancel", "No", show=False),
     ]
@@ -82,13 +90,18 @@ class RulesScreen(ModalScreen[None]):
         table = self.query_one(DataTable)
         table.clear()
         self.rows = rules_in_effect(self.config, config_path=self.config_path)
+        self.rows += untrusted_rules(self.config)
         for row in self.rows:
             where = shorten_home(row.where)
+            if row.kind == "untrusted":
+                where = f"not applied (t trusts) · {where}"
             rule = Text(row.rule, overflow="ellipsis", no_wrap=True)
             rule.append("\n" + where, style="italic dim")
             table.add_row(Text(row.kind, style=_KIND_STYLE.get(row.kind, "")), rule, height=2)
         if len(self.rows) == 1:
             self._hint("No allow, ask or deny rules: the policy alone decides. " + HINT)
+        elif any(row.kind == "untrusted" for row in self.rows):
+            self._hint(TRUST_KEY_HINT + HINT)
 
     def _hint(self, text: str, asking: bool = False) -> None:
         hint = self.query_one("#rules-hint", Static)
@@ -107,6 +120,13 @@ class RulesScreen(ModalScreen[None]):
             return
         if row.kind == "policy":
             self._hint("The policy is changed in Settings (ctrl+s), not removed. " + HINT)
+            return
+        if row.kind == "untrusted":
+            self._hint(
+                f"Not applied (the project file is not trusted): change it in {row.path}. "
+                + TRUST_KEY_HINT
+                + HINT
+            )
             return
         if not row.removable:
             self._hint(f"Set by {row.where}: change it there. " + HINT)
@@ -136,9 +156,37 @@ class RulesScreen(ModalScreen[None]):
             self.pending = None
             self._hint(HINT)
 
+    def action_trust(self) -> None:
+        """t: the project's untrusted allow rules, on the trust screen (as at start)."""
+        from workbench.tui.start_flow import offer_trust
+
+        state = self.config.project_trust
+        if state is None or not state.withheld:
+            self._hint("The project's rules need no trust here. " + HINT)
+            return
+        self.dismiss(None)
+        offer_trust(self.app, self.config)
+
     def action_close(self) -> None:
         """Escape: cancel a pending removal, else close."""
         if self.pending is not None:
             self.action_cancel()
             return
         self.dismiss(None)
+
+
+def untrusted_rules(config: Config) -> list[RuleInEffect]:
+    """The allow rules of an untrusted project config: shown, not applied."""
+    from workbench.security.rule_sources import line_of
+
+    state = config.project_trust
+    if state is None or not state.withheld:
+        return []
+    try:
+        lines = state.path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    return [
+        RuleInEffect("untrusted", rule, "project config", state.path, line_of(lines, "allow", rule))
+        for rule in state.withheld
+    ]

@@ -16,7 +16,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from sandbox.protocol import CmdOutputObservation, CmdRunAction, CommandFinished, OutputChunk
+from sandbox.protocol import (
+    CmdOutputObservation,
+    CmdRunAction,
+    CommandFinished,
+    ErrorObservation,
+    OutputChunk,
+)
 from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.messages import ShellInputSubmitted
 from workbench.tui.widgets.output_view import OutputView
@@ -48,6 +54,8 @@ class ShellPane(Vertical):
         self.cwd = ""
         """The shell's folder after the last command (from its result)."""
         self._streamed = False
+        self._before: tuple[str, str, int | None] = ("", "idle", None)
+        """The command, state and exit code before the last `command_started`."""
         self.border_title = "shell"
 
     def compose(self) -> ComposeResult:
@@ -107,6 +115,7 @@ class ShellPane(Vertical):
     def command_started(self, command: str) -> None:
         """The agent started `command`."""
         self.flush()
+        self._before = (self.command, self.state, self.exit_code)
         self.command = command
         self._streamed = False
         self.output.append_marked(f"$ {command}", "command")
@@ -151,6 +160,21 @@ class ShellPane(Vertical):
         """A shell action's result."""
         if isinstance(event.observation, CmdOutputObservation):
             self.observation(event.observation)
+        elif isinstance(event.observation, ErrorObservation):
+            self.not_run(event.observation)
+
+    def not_run(self, obs: ErrorObservation) -> None:
+        """The command was refused before it ran: say so; one still running stays shown
+        (the sandbox answers "busy" while an earlier command runs)."""
+        if obs.error_kind == "busy" and self._before[0]:
+            self.command, state, exit_code = self._before
+            still = self.command.splitlines()[0] if self.command.strip() else self.command
+            self.output.append_marked(f"(not run: `{still}` is still running)", "note")
+            self.set_state(state, exit_code)
+        else:
+            first = obs.content.splitlines()[0] if obs.content.strip() else obs.error_kind
+            self.output.append_marked(f"(not run: {first})", "note")
+            self.set_state("not run")
 
     def show_confirmation(self, approved: bool | None) -> None:
         """A shell action waits for confirmation (None), or was approved or rejected."""
