@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox.protect import Guard
+from sandbox.setid import clear_new_setid, setid_files
 
 
 class HostGuard:
@@ -25,6 +26,8 @@ class HostGuard:
         self.guard = Guard(workspace, self.quarantine, home_like=home_like, log_level=logging.INFO)
         self.findings: list[str] = []
         """What the checks did, for the person."""
+        self.setid = setid_files(workspace)
+        """The workspace's set-id files at the start: the person's, kept as they are."""
 
     def existing(self) -> list[Path]:
         """The protected files and folders that exist now (to bind read-only)."""
@@ -42,3 +45,6 @@ class HostGuard:
             self.findings += [str(found) for found in self.guard.check()]
         except OSError as exc:
             self.findings.append(f"could not check the protected paths: {exc}")
+        for rel in clear_new_setid(self.guard.workspace, self.setid):
+            self.findings.append(f"{rel}: set-user-id/set-group-id bits the agent set were cleared")
+            logging.getLogger(__name__).info("cleared the set-id bits of %s", rel)
