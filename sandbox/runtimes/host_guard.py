@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from sandbox.protect import Guard
-from sandbox.setid import clear_new_setid, setid_files
+from sandbox.setid import clear_new_setid
+from sandbox.workspace_scan import Scan, scan
 
 
 class HostGuard:
@@ -26,8 +27,9 @@ class HostGuard:
         self.guard = Guard(workspace, self.quarantine, home_like=home_like, log_level=logging.INFO)
         self.findings: list[str] = []
         """What the checks did, for the person."""
-        self.setid = setid_files(workspace)
-        """The workspace's set-id files at the start: the person's, kept as they are."""
+        self.start: Scan = scan(workspace)
+        """The workspace's set-id files and nested repositories at the start: the person's."""
+        self.guard.remember(self.start.gitdirs)
 
     def existing(self) -> list[Path]:
         """The protected files and folders that exist now (to bind read-only)."""
@@ -45,6 +47,32 @@ class HostGuard:
             self.findings += [str(found) for found in self.guard.check()]
         except OSError as exc:
             self.findings.append(f"could not check the protected paths: {exc}")
-        for rel in clear_new_setid(self.guard.workspace, self.setid):
+        now = scan(self.guard.workspace)
+        for rel in clear_new_setid(self.guard.workspace, now.setid, self.start.setid):
             self.findings.append(f"{rel}: set-user-id/set-group-id bits the agent set were cleared")
-            logging.getLogger(__name__).info("cleared the set-id bits of %s", rel)
+        try:
+            found = self.guard.check_nested([*now.gitdirs, *self._gitfile_targets(now)])
+            self.findings += [str(finding) for finding in found]
+        except OSError as exc:
+            self.findings.append(f"could not check the nested repositories: {exc}")
+
+    def _gitfile_targets(self, now: Scan) -> list[str]:
+        """The git dirs inside the workspace that nested `.git` files or symlinks made (or
+        changed) since the start send git to."""
+        targets = []
+        for rel, sig in now.gitfiles.items():
+            if self.start.gitfiles.get(rel) == sig:
+                continue
+            path = self.guard.workspace / rel
+            try:
+                if path.is_symlink():
+                    target = Path(os.path.realpath(path))
+                else:
+                    text = path.read_bytes()[:4096].decode("utf-8", "replace").strip()
+                    where = text.removeprefix("gitdir:").strip()
+                    target = Path(os.path.realpath(path.parent / where))
+            except OSError:
+                continue
+            if target.is_relative_to(self.guard.workspace) and target != self.guard.workspace:
+                targets.append(str(target.relative_to(self.guard.workspace)))
+        return targets
