@@ -30,6 +30,8 @@ class HostGuard:
         self.start: Scan = scan(workspace)
         """The workspace's set-id files and nested repositories at the start: the person's."""
         self.guard.remember(self.start.gitdirs)
+        self._walked = True
+        """The last walk is current (no agent process has run since): the next check skips it."""
 
     def existing(self) -> list[Path]:
         """The protected files and folders that exist now (to bind read-only)."""
@@ -47,6 +49,9 @@ class HostGuard:
             self.findings += [str(found) for found in self.guard.check()]
         except OSError as exc:
             self.findings.append(f"could not check the protected paths: {exc}")
+        if self._walked:  # the first start: nothing ran since the walk above (~1 s per 50k files)
+            self._walked = False
+            return
         now = scan(self.guard.workspace)
         for rel in clear_new_setid(self.guard.workspace, now.setid, self.start.setid):
             self.findings.append(f"{rel}: set-user-id/set-group-id bits the agent set were cleared")
