@@ -369,6 +369,8 @@ class Guard:
                     found.append(
                         Finding(rel, f"removed {keys} (only settings that run nothing are kept)")
                     )
+                if os.lstat(name, dir_fd=fd).st_nlink > 1:  # a hard link writes past the lock
+                    _replace(fd, name, _read(fd, name))
                 if self._lock(fd, name):
                     found.append(Finding(rel, "read-only from now on"))
                 data = _read(fd, name)
