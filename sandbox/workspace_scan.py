@@ -19,7 +19,8 @@ class Scan:
     setid: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Set-id regular files -> (device, inode)."""
     gitdirs: list[str] = field(default_factory=list)
-    """Nested `.git` folders (`sub/.git`), not the top one."""
+    """Nested `.git` folders (`sub/.git`), not the top one, and bare repositories (a folder
+    with `HEAD`, `objects/` and `refs/`: git run inside it reads its `config`)."""
     gitfiles: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     """Nested `.git` files and symlinks (they send git elsewhere) -> their lstat signature."""
 
@@ -44,6 +45,10 @@ def scan(root: Path) -> Scan:
     for folder, dirs, files in os.walk(root, followlinks=False):
         here = Path(folder)
         rel_here = here.relative_to(root)
+        if rel_here != Path(".") and "HEAD" in files and {"objects", "refs"} <= set(dirs):
+            found.gitdirs.append(str(rel_here))  # a bare repository: git run in it reads it
+            dirs[:] = []
+            continue
         kept = []
         for name in dirs:
             try:

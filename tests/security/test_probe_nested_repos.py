@@ -4,7 +4,8 @@
    hook, or a `.git` file sending git to a folder of the agent's: the person who later enters
    that folder and runs `git status` on the host ran the agent's program (a LOW-rated
    `python3 -c` was enough at default settings). The app now neutralises nested repositories
-   like the top one when the session ends (`HostGuard.check`).
+   like the top one when the session ends (`HostGuard.check`). So with a bare repository
+   (`git init --bare sub`: git run inside `sub` reads `sub/config`, e.g. an alias or a pager).
 2. An empty nested repository (`git init sub`, as `cargo new` and many project generators do)
    turns checkpoints off for the rest of the session: `git add` refuses a folder whose repository
    has no commit, so nothing the agent does afterwards can be rewound.
@@ -39,6 +40,7 @@ def _forms(host: Host) -> dict[str, list[dict[str, Any]]]:
     cfg = f"[core]\\n\\tfsmonitor = {hook}\\n"
     made = [create(hook, host.payload()), bash(f"chmod +x {hook}; printf '{cfg}' > cfg.txt")]
     concat = "p='sub/.'+'git/config'; open(p, 'a').write(open('cfg.txt').read())"
+    bare = "p='sub/con'+'fig'; open(p, 'a').write(open('bare.txt').read())"
     evil = "mkdir -p sub evil && git init -q --bare evil && cp cfg.txt evil/config"
     return {
         "python writes sub/.git/config (LOW)": [
@@ -57,6 +59,12 @@ def _forms(host: Host) -> dict[str, list[dict[str, Any]]]:
                 "chmod +x sub/.git/hooks/post-checkout; cd sub && git commit -q --allow-empty -m x"
             ),
         ],
+        "a bare repository (LOW python3 -c)": [
+            *made,
+            bash("git init -q --bare sub"),
+            bash(f"printf '[alias]\\n\\tst = !{hook}\\n[core]\\n\\tpager = {hook}\\n' > bare.txt"),
+            bash(f'python3 -c "{bare}"'),
+        ],
         "a gitfile into a folder of the agent's": [
             *made,
             bash(f"{evil} && printf 'gitdir: ../evil\\n' > sub/.git"),
@@ -72,6 +80,7 @@ def _forms(host: Host) -> dict[str, list[dict[str, Any]]]:
         "git config in sub",
         "a hook in sub/.git/hooks",
         "a gitfile into a folder of the agent's",
+        "a bare repository (LOW python3 -c)",
     ],
 )
 def test_a_nested_repository_never_runs_the_agents_code(
@@ -88,7 +97,8 @@ def test_a_nested_repository_never_runs_the_agents_code(
     check_no_marker(host, guilty)
     check_unchanged(before, host.snapshot())
     if approve:  # the form itself works: the agent's git in the sandbox ran it
-        assert (host.ws / "sub" / ".git").exists(), answers(server)
+        made = [host.ws / "sub" / ".git", host.ws / "sub" / "HEAD"]
+        assert any(path.exists() for path in made), answers(server)
 
 
 def test_the_persons_nested_repository_keeps_its_hooks(cli: Cli, host: Host) -> None:
