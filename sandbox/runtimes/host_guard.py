@@ -13,6 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from sandbox.fd_files import read_regular
 from sandbox.protect import Guard
 from sandbox.setid import clear_new_setid
 from sandbox.workspace_scan import Scan, scan
@@ -72,8 +73,13 @@ class HostGuard:
             try:
                 if path.is_symlink():
                     target = Path(os.path.realpath(path))
-                else:
-                    text = path.read_bytes()[:4096].decode("utf-8", "replace").strip()
+                else:  # a FIFO or a device named .git must not block the app
+                    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                    try:
+                        raw = read_regular(folder, ".git", limit=4096)
+                    finally:
+                        os.close(folder)
+                    text = raw.decode("utf-8", "replace").strip()
                     where = text.removeprefix("gitdir:").strip()
                     target = Path(os.path.realpath(path.parent / where))
             except OSError:

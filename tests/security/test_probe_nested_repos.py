@@ -101,6 +101,11 @@ def test_a_nested_repository_never_runs_the_agents_code(
         assert any(path.exists() for path in made), answers(server)
 
 
+def test_a_fifo_named_git_does_not_stall_the_end_of_a_session(cli: Cli, host: Host) -> None:
+    run, _ = session(cli, host, [bash("mkdir sub && mkfifo sub/.git")], timeout=40)
+    check_survived(host, run)
+
+
 def test_the_persons_nested_repository_keeps_its_hooks(cli: Cli, host: Host) -> None:
     sub = host.ws / "sub"
     sub.mkdir()
