@@ -1,7 +1,7 @@
-"""One walk of the workspace for what the protected paths do not name: set-id files and nested
-repositories (a `.git` below the top folder). Run by the app when no agent process runs (see
-`runtimes/host_guard.py`); never follows a symlink, stays on the workspace's file system, and
-never opens a file's content.
+"""One walk of the workspace for what the protected paths do not name: set-id files, what anyone
+may write, and nested repositories (a `.git` below the top folder). Run by the app when no
+agent process runs (see `runtimes/host_guard.py`); never follows a symlink, stays on the
+workspace's file system, and never opens a file's content.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ class Scan:
     gitdirs: list[str] = field(default_factory=list)
     """Nested `.git` folders (`sub/.git`), not the top one, and bare repositories (a folder
     with `HEAD`, `objects/` and `refs/`: git run inside it reads its `config`)."""
+    shared: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Files and folders anyone may write (`o+w`; the workspace itself as "."; nothing inside
+    the top `.git` but itself) -> (device, inode)."""
     gitfiles: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     """Nested `.git` files and symlinks (they send git elsewhere) -> their lstat signature."""
 
@@ -39,9 +42,12 @@ def scan(root: Path) -> Scan:
     """Walk `root` once (the top `.git` and nested git dirs are not entered)."""
     found = Scan()
     try:
-        device = os.lstat(root).st_dev
+        top = os.lstat(root)
     except OSError:
         return found
+    device = top.st_dev
+    if top.st_mode & stat.S_IWOTH:
+        found.shared["."] = (top.st_dev, top.st_ino)
     for folder, dirs, files in os.walk(root, followlinks=False):
         here = Path(folder)
         rel_here = here.relative_to(root)
@@ -55,6 +61,8 @@ def scan(root: Path) -> Scan:
                 info = os.lstat(here / name)
             except OSError:
                 continue
+            if info.st_mode & stat.S_IWOTH and stat.S_ISDIR(info.st_mode):
+                found.shared[str(rel_here / name)] = (info.st_dev, info.st_ino)
             if name == ".git":
                 if rel_here != Path("."):
                     found.gitdirs.append(str(rel_here / name))
@@ -68,6 +76,8 @@ def scan(root: Path) -> Scan:
             except OSError:
                 continue
             rel = str(path.relative_to(root))
+            if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IWOTH:
+                found.shared[rel] = (info.st_dev, info.st_ino)
             if name == ".git" and rel_here != Path("."):
                 found.gitfiles[rel] = (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns)
             elif is_setid(info):

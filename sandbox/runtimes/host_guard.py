@@ -56,6 +56,8 @@ class HostGuard:
         now = scan(self.guard.workspace)
         for rel in clear_new_setid(self.guard.workspace, now.setid, self.start.setid):
             self.findings.append(f"{rel}: set-user-id/set-group-id bits the agent set were cleared")
+        for rel in clear_new_setid(self.guard.workspace, now.shared, self.start.shared, 0o002):
+            self.findings.append(f"{rel}: write access for everyone the agent gave was removed")
         try:
             found = self.guard.check_nested([*now.gitdirs, *self._gitfile_targets(now)])
             self.findings += [str(finding) for finding in found]
