@@ -10,5 +10,7 @@
   `errors` (what a runtime or the client raises), `truncate` (head-and-tail truncation, the
   one both the sandbox and the app use).
 - `limits` (a session's processes, memory and tmpfs limits: cgroups, rlimits, what holds),
-  `idmap` (idmapped mounts), `agent_uid` (the local agent as its own unprivileged uid).
+  `idmap` (idmapped mounts), `agent_uid` (the local agent as its own unprivileged uid),
+  `setid` (set-id bits the agent left on workspace files, cleared on the host),
+  `workspace_scan` (one walk for set-id files and nested repositories).
 """

@@ -183,6 +183,26 @@ class Guard:
                     found.append(str(full.relative_to(self.workspace)))
         return found
 
+    def remember(self, gitdirs: list[str]) -> None:
+        """Take nested repositories' configs and hooks as they are now (the person's)."""
+        for gitdir in gitdirs:
+            hooks = self.workspace / gitdir / "hooks"
+            listed = os.listdir(hooks) if hooks.is_dir() and not hooks.is_symlink() else []
+            names = [f"{gitdir}/{n}" for n in ("config", "hooks", *(f"hooks/{h}" for h in listed))]
+            for rel in names:
+                with contextlib.suppress(OSError):
+                    self._base.stats[rel] = _sig(os.lstat(self.workspace / rel))
+            self._base.raw[f"{gitdir}/config"] = self._raw_at(f"{gitdir}/config") or b""
+
+    def check_nested(self, gitdirs: list[str]) -> list[Finding]:
+        """Neutralise nested repositories' configs and hooks like the top one's (a person who
+        enters that folder runs git there); call when no agent process runs."""
+        root = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return [found for gitdir in gitdirs for found in self._check_gitdir(root, gitdir)]
+        finally:
+            os.close(root)
+
     # ------------------------------------------------------------------ the check
 
     def check(self) -> list[Finding]:
@@ -349,6 +369,8 @@ class Guard:
                     found.append(
                         Finding(rel, f"removed {keys} (only settings that run nothing are kept)")
                     )
+                if os.lstat(name, dir_fd=fd).st_nlink > 1:  # a hard link writes past the lock
+                    _replace(fd, name, _read(fd, name))
                 if self._lock(fd, name):
                     found.append(Finding(rel, "read-only from now on"))
                 data = _read(fd, name)

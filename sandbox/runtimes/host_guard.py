@@ -13,7 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from sandbox.fd_files import read_regular
 from sandbox.protect import Guard
+from sandbox.setid import clear_new_setid
+from sandbox.workspace_scan import Scan, scan
 
 
 class HostGuard:
@@ -25,6 +28,11 @@ class HostGuard:
         self.guard = Guard(workspace, self.quarantine, home_like=home_like, log_level=logging.INFO)
         self.findings: list[str] = []
         """What the checks did, for the person."""
+        self.start: Scan = scan(workspace)
+        """The workspace's set-id files and nested repositories at the start: the person's."""
+        self.guard.remember(self.start.gitdirs)
+        self._walked = True
+        """The last walk is current (no agent process has run since): the next check skips it."""
 
     def existing(self) -> list[Path]:
         """The protected files and folders that exist now (to bind read-only)."""
@@ -42,3 +50,42 @@ class HostGuard:
             self.findings += [str(found) for found in self.guard.check()]
         except OSError as exc:
             self.findings.append(f"could not check the protected paths: {exc}")
+        if self._walked:  # the first start: nothing ran since the walk above (~1 s per 50k files)
+            self._walked = False
+            return
+        now = scan(self.guard.workspace)
+        for rel in clear_new_setid(self.guard.workspace, now.setid, self.start.setid):
+            self.findings.append(f"{rel}: set-user-id/set-group-id bits the agent set were cleared")
+        for rel in clear_new_setid(self.guard.workspace, now.shared, self.start.shared, 0o002):
+            self.findings.append(f"{rel}: write access for everyone the agent gave was removed")
+        try:
+            found = self.guard.check_nested([*now.gitdirs, *self._gitfile_targets(now)])
+            self.findings += [str(finding) for finding in found]
+        except OSError as exc:
+            self.findings.append(f"could not check the nested repositories: {exc}")
+
+    def _gitfile_targets(self, now: Scan) -> list[str]:
+        """The git dirs inside the workspace that nested `.git` files or symlinks made (or
+        changed) since the start send git to."""
+        targets = []
+        for rel, sig in now.gitfiles.items():
+            if self.start.gitfiles.get(rel) == sig:
+                continue
+            path = self.guard.workspace / rel
+            try:
+                if path.is_symlink():
+                    target = Path(os.path.realpath(path))
+                else:  # a FIFO or a device named .git must not block the app
+                    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                    try:
+                        raw = read_regular(folder, ".git", limit=4096)
+                    finally:
+                        os.close(folder)
+                    text = raw.decode("utf-8", "replace").strip()
+                    where = text.removeprefix("gitdir:").strip()
+                    target = Path(os.path.realpath(path.parent / where))
+            except OSError:
+                continue
+            if target.is_relative_to(self.guard.workspace) and target != self.guard.workspace:
+                targets.append(str(target.relative_to(self.guard.workspace)))
+        return targets
