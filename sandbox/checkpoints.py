@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -97,6 +98,15 @@ SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 """Given to every git command as well, should the config change while it runs."""
 
 _MANAGED = "# workbench: files over the size limit (rewritten at each checkpoint)\n"
+_UNBORN = re.compile(r"error: '(.+?)/?' does not have a commit checked out")
+
+
+class _UnbornRepositories(CheckpointError):
+    """git refused to add folders that are repositories without a commit."""
+
+    def __init__(self, folders: list[str]) -> None:
+        super().__init__(f"repositories without a commit: {', '.join(folders)}")
+        self.folders = folders
 
 
 @dataclass
@@ -117,6 +127,8 @@ class CheckpointStore:
     _skipped: list[str] = field(default_factory=list, init=False, repr=False)
     _refresh_after: float = field(default=0.0, init=False, repr=False)
     _checked: bool = field(default=False, init=False, repr=False)
+    _unborn: set[str] = field(default_factory=set, init=False, repr=False)
+    """Folders left out: repositories without a commit, which `git add` refuses."""
 
     # ------------------------------------------------------------------ git
 
@@ -177,9 +189,33 @@ class CheckpointStore:
         if check and done.returncode != 0:
             self._sweep_temporaries()  # a full disk must not stay full of a half-written pack
             why = done.stderr.decode(errors="replace").strip().splitlines()
+            unborn = [m[1] for line in why if (m := _UNBORN.match(line))]
+            if unborn:
+                raise _UnbornRepositories(unborn)
             command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
             raise CheckpointError(f"git {command} failed: {why[-1] if why else done.returncode}")
         return done.stdout
+
+    def _add(self, *args: str, paths: Sequence[str] | None = None) -> None:
+        """`git add ...` (of `paths`, NUL-separated on stdin, when given), leaving out (as
+        ignored) each folder that is a repository without a commit: git refuses to add one,
+        which turned checkpoints off (`git init sub`)."""
+        for attempt in range(21):
+            left = [p for p in paths or () if not self._in_unborn(p)]
+            if paths is not None and not left:
+                return
+            data = "\0".join(left).encode(errors="surrogateescape") if paths is not None else None
+            try:
+                self._git(*args, input=data)
+                return
+            except _UnbornRepositories as unborn:
+                if attempt == 20:
+                    raise
+                self._unborn.update(unborn.folders)
+                self._write_excludes(self._large_now())
+
+    def _in_unborn(self, path: str) -> bool:
+        return any(path.rstrip("/") == f or path.startswith(f + "/") for f in self._unborn)
 
     def _sweep_temporaries(self) -> None:
         """Remove what a failed git command left half-written in the store."""
@@ -216,7 +252,8 @@ class CheckpointStore:
         return True
 
     def _write_excludes(self, large: Sequence[str]) -> None:
-        lines = [*self.ignore, _MANAGED, *("/" + glob_escape(p) for p in large)]
+        unborn = ("/" + glob_escape(p) + "/" for p in sorted(self._unborn))
+        lines = [*self.ignore, *unborn, _MANAGED, *("/" + glob_escape(p) for p in large)]
         text = "\n".join(lines) + "\n"
         write_file(self.path, self.path / "info" / "exclude", text.encode("utf-8"))
 
@@ -273,7 +310,7 @@ class CheckpointStore:
             return Checkpoint(parent, changes, tuple(skipped), time.perf_counter() - started)
         if first or not self.index_file.exists():
             # Big files stream into one pack the first time (many loose objects are slow).
-            self._git("-c", "core.bigFileThreshold=1", "add", "--all", "--", ".")
+            self._add("-c", "core.bigFileThreshold=1", "add", "--all", "--", ".")
             self._refresh_after = time.time() + 1.5
         elif not changes.empty:
             # Only what the listing named: no second walk of the whole workspace. What went
@@ -291,13 +328,13 @@ class CheckpointStore:
             paths = [n for n in listed if n in covered and "R" not in covered[n]]
             paths += [f"{f}/" for f in new_folders]
             if paths:
-                self._git(
+                self._add(
                     "--literal-pathspecs",
                     "add",
                     "--all",
                     "--pathspec-from-file=-",
                     "--pathspec-file-nul",
-                    input="\0".join(paths).encode(errors="surrogateescape"),
+                    paths=paths,
                 )
         if self.reread and (first or not changes.empty):
             self._reread(None if first else {*listed, *(f"{f}/" for f in new_folders)})
@@ -408,11 +445,15 @@ class CheckpointStore:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _update_large(self, candidates: Sequence[str]) -> list[str]:
-        """Leave files over the size limit out (and take back those that shrank)."""
+    def _large_now(self) -> list[str]:
+        """The files over the size limit the store's excludes leave out now."""
         excludes = (read_file(self.path, self.path / "info" / "exclude") or b"").decode()
         section = excludes.split(_MANAGED, 1)[1] if _MANAGED in excludes else ""
-        before = sorted(glob_unescape(line[1:]) for line in section.splitlines() if line)
+        return sorted(glob_unescape(line[1:]) for line in section.splitlines() if line)
+
+    def _update_large(self, candidates: Sequence[str]) -> list[str]:
+        """Leave files over the size limit out (and take back those that shrank)."""
+        before = self._large_now()
         large = set(before)
         for name in {*candidates, *before}:
             try:

@@ -247,3 +247,24 @@ def test_a_staged_file_is_read_again_never_through_a_symlink(tmp_path: Path, ws:
     store = CheckpointStore(tmp_path / "store.git", ws, reread=True)
     commit = store.checkpoint("0").commit
     assert store.changes(None, commit).added == ("link.txt", "real/ok.txt", "sub", "x.txt")
+
+
+def test_a_repository_without_a_commit_is_left_out_not_fatal(tmp_path: Path, ws: Path) -> None:
+    """`git init sub` (as `cargo new` does) made `git add` refuse the whole checkpoint, which
+    turned checkpoints off for the session: the folder is left out and the rest recorded."""
+    import subprocess
+
+    checkpoints = store(tmp_path, ws)
+    (ws / "a").write_text("a")
+    checkpoints.checkpoint("0")
+    subprocess.run(["git", "init", "-q", str(ws / "sub")], check=True)
+    (ws / "sub" / "f").write_text("x")
+    (ws / "b").write_text("b")
+    first = checkpoints.checkpoint("1")
+    assert "b" in first.changes.added
+    (ws / "b").write_text("changed")
+    second = checkpoints.checkpoint("2")
+    assert second.changes.changed == ("b",)
+    # From a fresh start too (the first checkpoint adds everything at once).
+    fresh = CheckpointStore(tmp_path / "other.git", ws)
+    assert "a" in fresh.checkpoint("0").changes.added

@@ -117,11 +117,6 @@ def test_the_persons_nested_repository_keeps_its_hooks(cli: Cli, host: Host) -> 
     assert "fsmonitor = false" in (sub / ".git" / "config").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="git add refuses an embedded repository without a commit; the store does not "
-    "leave such a folder out (sandbox/checkpoints.py, already over 500 lines)",
-)
 def test_an_empty_nested_repository_keeps_checkpoints_on(cli: Cli, host: Host) -> None:
     steps = [bash("git init -q sub && echo x > sub/f"), bash("echo later > b.txt")]
     run, _ = session(cli, host, steps)
