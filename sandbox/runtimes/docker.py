@@ -134,7 +134,7 @@ class DockerRuntime(ServerRuntime):
         protected paths, then drop this session's index."""
         await super().close()
         if self.host_guard is not None:
-            self.host_guard.check()
+            await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
         checkpoints, self._host_checkpoints = self._host_checkpoints, None
         if checkpoints is not None:
             await asyncio.to_thread(checkpoints.close)
@@ -145,7 +145,7 @@ class DockerRuntime(ServerRuntime):
         import docker.errors
 
         if self.host_guard is not None:
-            self.host_guard.check()
+            await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
         try:
             return await self._launch_container()
         except (docker.errors.DockerException, OSError) as exc:

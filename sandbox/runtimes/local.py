@@ -144,7 +144,7 @@ class LocalRuntime(ServerRuntime):
         if not self.workspace.is_dir():
             raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.host_guard.check()
+        await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
         token = secrets.token_urlsafe(32)
         token_fd = _token_pipe(token)
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
@@ -251,7 +251,7 @@ class LocalRuntime(ServerRuntime):
         """Stop the server and every process of the session, neutralise what the agent left
         under protected paths, then remove the temporary files."""
         await super().close()
-        self.host_guard.check()
+        await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
         if self.quarantine.is_dir():  # what the server moved away, kept for the person
             with contextlib.suppress(OSError):
                 kept = self.host_guard.quarantine

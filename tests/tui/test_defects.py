@@ -143,7 +143,7 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
 ) -> None:
     """Defect 7: a 320x200 chart was drawn 60 columns x 6 rows whatever the room. A cell is
     about twice as tall as wide, so columns / (2 x rows) must stay near 320 / 200."""
-    from conftest import MemoryArtifacts, png
+    from tui_support import MemoryArtifacts, png
 
     from sandbox.protocol import IPythonAction, IPythonObservation
     from workbench.tui.widgets.browser import BrowserPane
@@ -377,7 +377,7 @@ async def test_a_new_session_starts_in_a_fresh_shell(tmp_path: Path) -> None:
 async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_path: Path) -> None:
     """Defect 8: a reopened session's Jupyter image and browser screenshot were asked of the
     sandbox, which is gone (HTTP 404), and the browser pane showed its URL over a blank pane."""
-    from conftest import make_config, png
+    from tui_support import make_config, png
 
     from sandbox.protocol import BrowseAction, BrowseObservation, IPythonAction, IPythonObservation
     from workbench.session_log import SessionLog, make_header
@@ -521,7 +521,7 @@ async def test_a_maximized_pane_draws_its_image_larger(
 ) -> None:
     """Defect 7, as tried at 80x24: F6 on the Jupyter pane gives the chart the room, its
     aspect ratio kept."""
-    from conftest import MemoryArtifacts, png
+    from tui_support import MemoryArtifacts, png
 
     from sandbox.protocol import IPythonAction, IPythonObservation
     from workbench.tui.widgets.jupyter import JupyterPane

@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import make_config
 from textual.widgets import Static
+from tui_support import make_config
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction, CommandFinished, OutputChunk
 from workbench.events import (

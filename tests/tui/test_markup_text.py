@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_config
 from pilot_wait import waiter
 from test_replay_player import record_session
 from test_rewind_here import FINISH, _app, _screen_text, bash
+from tui_support import make_config
 
 from workbench.config import load_config
 from workbench.replay.recording import load_recording

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from tui_support import make_config
 
 from workbench.testing.fake_backend import FakeBackend
 from workbench.tui import terminal

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import T0, demo_events, make_config
 from textual.events import Key
+from tui_support import T0, demo_events, make_config
 
 from workbench.events import StateChangedEvent
 from workbench.testing.fake_backend import FakeBackend

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import make_config
 from textual.widgets import Static
+from tui_support import make_config
 
 from workbench.config import load_config
 from workbench.replay.recording import load_recording

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from tui_support import make_config
 
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.screens.settings import SettingsScreen

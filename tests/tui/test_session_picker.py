@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import make_config
 from textual.widgets import Input, OptionList
+from tui_support import make_config
 
 from workbench.events import LLMCallEvent, MessageEvent, StateChangedEvent
 from workbench.session_log import SessionLog, make_header

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import make_config
 from textual.widgets import Checkbox, Input, Select, Static
+from tui_support import make_config
 
 from workbench.config import load_config
 from workbench.testing.fake_backend import FakeBackend

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import MemoryArtifacts, confirm_events, demo_events, png
 from textual.pilot import Pilot
+from tui_support import MemoryArtifacts, confirm_events, demo_events, png
 
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.browser import BrowserPane

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import T0
 from textual.pilot import Pilot
+from tui_support import T0
 
 from sandbox.protocol import (
     CmdOutputObservation,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import confirm_events
+from tui_support import confirm_events
 
 from workbench.config import load_config
 from workbench.project_trust import trust

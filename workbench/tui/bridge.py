@@ -116,7 +116,8 @@ class ControllerBackend:
 
         self._progress("sandbox", "starting…")
         try:
-            runtime = make_runtime(self.config)
+            # Off the event loop: the runtime walks the workspace once (~1 s per 50k files).
+            runtime = await asyncio.to_thread(make_runtime, self.config)
             self.runtime = runtime
             await runtime.start()
         except (SandboxError, OSError, ValueError) as exc:
