@@ -216,6 +216,10 @@ _DOT_NAME = re.compile(r"(?:^|[\s'\"=<>|;&])(\.[A-Za-z][\w.-]*)")
 """A dot-name in a command (`.bashrc`): a home folder's dotfiles are protected paths too."""
 
 
+def _refused_at(path: str) -> str:
+    return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
+
+
 def refused_write_note(output: str, command: str = "") -> str | None:
     """A note for the agent when a command's output shows a write refused under a protected
     path (git says "could not write config file .git/config: Device or resource busy"; `sed -i`
@@ -227,14 +231,12 @@ def refused_write_note(output: str, command: str = "") -> str | None:
             refused = True
             name = _PROTECTED_NAME.search(line)
             if name is not None:
-                path = name.group(0)
-                return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
+                return _refused_at(name.group(0))
     if not refused:
         return None
     named = _PROTECTED_NAME.search(command)
     if named is not None:
-        path = named.group(0)
-        return refusal(path, WHY[".workbench" if ".workbench" in path else ".git"])
+        return _refused_at(named.group(0))
     dot = _DOT_NAME.search(command)
     if dot is not None and not dot.group(1).startswith((".git", ".workbench")):
         return (

@@ -169,18 +169,11 @@ def rule_sources(config: Any, env: dict[str, str] | None = None) -> list[RuleSou
 
 def untrusted_rows(config: Any) -> list[RuleSource]:
     """The allow rules of an untrusted project config, listed but not applied."""
-    from workbench.security.rule_sources import line_of
+    from workbench.security.rule_sources import untrusted_rules
 
-    state = config.project_trust
-    if state is None or not state.withheld:
-        return []
-    try:
-        lines = state.path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError):
-        lines = []
     return [
-        RuleSource("untrusted allow", rule, str(state.path), line_of(lines, "allow", rule))
-        for rule in state.withheld
+        RuleSource("untrusted allow", row.rule, str(row.path), row.line)
+        for row in untrusted_rules(config)
     ]
 
 

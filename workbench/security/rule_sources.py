@@ -120,6 +120,18 @@ def _policy_row(
     return RuleInEffect("policy", text, "default policy")
 
 
+def untrusted_rules(config: Config) -> list[RuleInEffect]:
+    """The allow rules of an untrusted project config: listed (with their line), not applied."""
+    state = config.project_trust
+    if state is None or not state.withheld:
+        return []
+    lines = _lines(state.path)
+    return [
+        RuleInEffect("untrusted", rule, "project config", state.path, line_of(lines, "allow", rule))
+        for rule in state.withheld
+    ]
+
+
 def _lines(path: Path) -> list[str]:
     try:
         return path.read_text(encoding="utf-8-sig").splitlines()

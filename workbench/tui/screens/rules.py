@@ -16,7 +16,12 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from workbench.security.rule_sources import RuleInEffect, remove_rule, rules_in_effect
+from workbench.security.rule_sources import (
+    RuleInEffect,
+    remove_rule,
+    rules_in_effect,
+    untrusted_rules,
+)
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config
@@ -173,20 +178,3 @@ class RulesScreen(ModalScreen[None]):
             self.action_cancel()
             return
         self.dismiss(None)
-
-
-def untrusted_rules(config: Config) -> list[RuleInEffect]:
-    """The allow rules of an untrusted project config: shown, not applied."""
-    from workbench.security.rule_sources import line_of
-
-    state = config.project_trust
-    if state is None or not state.withheld:
-        return []
-    try:
-        lines = state.path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError):
-        lines = []
-    return [
-        RuleInEffect("untrusted", rule, "project config", state.path, line_of(lines, "allow", rule))
-        for rule in state.withheld
-    ]
