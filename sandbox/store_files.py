@@ -90,21 +90,31 @@ def make_folder(root: Path, folder: Path) -> None:
     _no_links(root, folder)
 
 
-def read_file(root: Path, path: Path) -> bytes | None:
-    """The bytes of the regular file `path` in the store (None if there is none); a symlink
-    or a special file there is refused."""
+def _open_regular(root: Path, path: Path, flags: int) -> int:
+    """An fd of the regular file `path` in the store (made 0600 with O_CREAT), never through a
+    symlink and never blocking on a FIFO; a symlink or a special file there is refused."""
     _no_links(root, path.parent)
+    flags |= os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
+        fd = os.open(path, flags, 0o600)
     except OSError as exc:
         if os.path.islink(path):
             raise _tampered(root, str(path.relative_to(root)), "a symlink") from exc
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _tampered(root, str(path.relative_to(root)), "not a regular file")
+    return fd
+
+
+def read_file(root: Path, path: Path) -> bytes | None:
+    """The bytes of the regular file `path` in the store (None if there is none); a symlink
+    or a special file there is refused."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _tampered(root, str(path.relative_to(root)), "not a regular file")
+        fd = _open_regular(root, path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
@@ -134,17 +144,8 @@ def write_file(root: Path, path: Path, data: bytes) -> None:
 def append_line(root: Path, path: Path, line: str) -> None:
     """Append `line` to the regular file `path` in the store (made 0600), never through a
     symlink."""
-    _no_links(root, path.parent)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = _open_regular(root, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
-        fd = os.open(path, flags, 0o600)
-    except OSError as exc:
-        if os.path.islink(path):
-            raise _tampered(root, str(path.relative_to(root)), "a symlink") from exc
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _tampered(root, str(path.relative_to(root)), "not a regular file")
         os.write(fd, line.encode("utf-8"))
     finally:
         os.close(fd)
