@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--artifacts", type=Path, help="folder for images the executors write")
     serve.add_argument("--checkpoints", type=Path, help="the workspace's checkpoint store")
     serve.add_argument(
+        "--python-env",
+        type=Path,
+        help="a folder to make the agent's writable Python env (sandbox/agent_env.py)",
+    )
+    serve.add_argument(
         "--quarantine",
         type=Path,
         help="where what the agent left under protected paths goes (default: a temp folder)",
@@ -232,6 +237,7 @@ def serve(args: argparse.Namespace) -> int:
         disabled=args.disable,
         checkpoints=args.checkpoints,
         guard=_guard(args, workspace),
+        python_env=_python_env(args.python_env),
     )
     if not args.no_warm_up:
         sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
@@ -272,6 +278,23 @@ def serve(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return 0
+
+
+def _python_env(folder: Path | None) -> Path | None:
+    """`folder` made the agent's Python env (`sandbox/agent_env.py`); None (and a line on
+    stderr) when it cannot be: the agent then has the server's interpreter, read-only."""
+    if folder is None:
+        return None
+    from sandbox import agent_env
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        took = agent_env.prepare(folder)
+    except OSError as exc:
+        print(f"sandbox: cannot prepare the agent's Python env in {folder}: {exc}", file=sys.stderr)
+        return None
+    logging.getLogger("sandbox").info("agent's Python env ready in %.1f ms", took * 1000)
+    return folder
 
 
 def _guard(args: argparse.Namespace, workspace: Path) -> Guard:

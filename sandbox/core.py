@@ -35,6 +35,7 @@ class Sandbox:
         disabled: Iterable[str] = (),
         checkpoints: Path | None = None,
         guard: Guard | None = None,
+        python_env: Path | None = None,
     ) -> None:
         load_builtin_executors()
         self.guard = guard
@@ -55,6 +56,7 @@ class Sandbox:
             env=dict(env or {}),
             shell_cwd=self._shell_cwd,
             checkpoints=checkpoints,
+            python_env=python_env,
         )
 
     def available(self) -> dict[str, bool]:

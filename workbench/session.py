@@ -18,6 +18,7 @@ from workbench import paths
 from workbench.checkpoint_store import checkpoint_store_of
 from workbench.config import PROJECT_CONFIG
 from workbench.config_schema import Config, url_secrets
+from workbench.python_env_store import python_env_of, python_env_volume
 from workbench.session_log import (
     LoadedSession,
     Scrubber,
@@ -91,11 +92,13 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         from workbench.tools.mcp_paths import staged_mounts
 
         options |= {"mcp_mounts": staged_mounts(config, workspace)}  # shown to them alone
+        options["python_env"] = python_env_of(workspace)  # the agent's pip installs go there
     else:
         docker = box.docker
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
         options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
         options |= {"image_prefix": docker.image_prefix}
+        options["python_env"] = python_env_volume(workspace)
     if config.checkpoints.enabled:
         options["checkpoints"] = checkpoint_store_of(workspace)
     return options

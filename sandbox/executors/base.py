@@ -26,6 +26,9 @@ class ExecutorContext:
     """The persistent shell's current directory, for executors that follow it (Jupyter)."""
     checkpoints: Path | None = None
     """The workspace's checkpoint store (None: one beside the artifacts folder)."""
+    python_env: Path | None = None
+    """The agent's writable Python env (`sandbox/agent_env.py`) for its shell and kernel only;
+    None: they run on the server's interpreter."""
 
 
 class Executor(Protocol):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import re
 import shlex
 import threading
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from sandbox import limits
+from sandbox import agent_env, limits
 from sandbox.executors.base import ExecutorContext, ExecutorUnavailable, StreamListener, register
 from sandbox.executors.bash_session import ShellSession, ShellStartError, terminate_signal_name
 from sandbox.executors.bash_split import split_commands
@@ -98,8 +99,10 @@ class BashExecutor:
 
     @classmethod
     def from_context(cls, ctx: ExecutorContext) -> BashExecutor:
-        """The registry's factory: a shell in the sandbox's workspace with its environment."""
-        return cls(ctx.workspace, ctx.env)
+        """The registry's factory: a shell in the sandbox's workspace with its environment (and
+        the agent's Python env first on its PATH)."""
+        env = ctx.env | agent_env.shell_env(ctx.python_env, os.environ | ctx.env)
+        return cls(ctx.workspace, env)
 
     # ------------------------------------------------------------------ public interface
 
@@ -252,7 +255,9 @@ class BashExecutor:
                 code = session.last_exit
                 note = _join(note, _signal_note(code))
                 if code != 0:
-                    note = _join(note, refused_write_note(content, action.command))
+                    refused = refused_write_note(content, action.command)
+                    env = self._env.get("VIRTUAL_ENV")
+                    note = _join(note, refused or agent_env.read_only_note(content, env))
             return CmdOutputObservation(
                 command=action.command, content=content, exit_code=code, cwd=session.cwd, note=note
             )

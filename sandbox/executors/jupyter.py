@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sandbox import agent_env
 from sandbox.executors.base import ExecutorContext, StreamListener, register
 from sandbox.protocol import (
     Action,
@@ -180,7 +181,12 @@ class JupyterExecutor:
         try:
             from sandbox.executors.jupyter_kernel import Kernel
 
-            kernel = Kernel(self._context.workspace, self._kernel_env())
+            python = self._context.python_env
+            kernel = Kernel(
+                self._context.workspace,
+                self._kernel_env(),
+                agent_env.python_of(python) if python is not None else None,
+            )
         except Exception as exc:  # reported by the next cell
             self._start_error = str(exc) or type(exc).__name__
             return
@@ -198,6 +204,7 @@ class JupyterExecutor:
         for key, value in _ENV_DEFAULTS.items():
             env.setdefault(key, value)
         env.update(self._context.env)
+        env.update(agent_env.shell_env(self._context.python_env, env))  # `!pip`, subprocesses
         return env
 
     def _ready_kernel(self, notes: list[str]) -> Kernel | None:
@@ -309,6 +316,8 @@ class JupyterExecutor:
             if payload.get("source") == "page":
                 _append_block(text, str(payload.get("data", {}).get("text/plain", "")))
         output = truncate_middle(_ANSI.sub("", "".join(text)).rstrip("\n"), MAX_OUTPUT_CHARS)
+        read_only = agent_env.read_only_note(output, self._context.python_env) if error else None
+        after = [*after, read_only] if read_only else after
         notes = before + after
         lines = [f"[{n}]" for n in before] + ([output] if output else [])
         return IPythonObservation(

@@ -59,13 +59,16 @@ class KernelStartError(Exception):
 
 
 class _FixedSpecManager(KernelSpecManager):
-    """Always answers with a spec that runs ipykernel on this interpreter (the sandbox venv).
+    """Always answers with a spec that runs ipykernel on `python`: the agent's env (layered over
+    the sandbox venv, `sandbox/agent_env.py`) or this interpreter.
 
     A user-installed `python3` kernelspec must not change which Python the agent gets.
     """
 
+    python = sys.executable
+
     def get_kernel_spec(self, kernel_name: str) -> Any:
-        argv = [sys.executable, "-c", LAUNCHER, "-f", "{connection_file}"]
+        argv = [self.python, "-c", LAUNCHER, "-f", "{connection_file}"]
         return KernelSpec(
             argv=confine.wrap([*argv, "--HistoryManager.enabled=False"]),
             display_name="Python 3 (sandbox)",
@@ -94,18 +97,18 @@ class CellRun:
 class Kernel:
     """A started IPython kernel and a blocking client connected to it."""
 
-    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+    def __init__(self, cwd: Path, env: dict[str, str], python: str | None = None) -> None:
         self._dir = Path(tempfile.mkdtemp(prefix="wb-kernel-"))
         self._log_path = self._dir / "kernel.log"
-        self._km = KernelManager(
-            kernel_name="python3", transport="ipc", kernel_spec_manager=_FixedSpecManager()
-        )
+        specs = _FixedSpecManager()
+        specs.python = python or sys.executable
+        self._km = KernelManager(kernel_name="python3", transport="ipc", kernel_spec_manager=specs)
         self._km.connection_file = str(self._dir / "kernel.json")
         self._km.ip = str(self._dir / "ipc")
         self._client: BlockingKernelClient | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.pid = 0
-        self.python = sys.executable
+        self.python = specs.python
         """The interpreter the kernel runs on (`_FixedSpecManager` always launches this one)."""
         try:
             with open(self._log_path, "wb") as log:
@@ -123,7 +126,7 @@ class Kernel:
             detail = self.log_tail()
             self.shutdown()
             raise KernelStartError(
-                f"The IPython kernel ({sys.executable} with ipykernel) did not start: "
+                f"The IPython kernel ({specs.python} with ipykernel) did not start: "
                 f"{type(exc).__name__}: {exc}" + (f"\nKernel log:\n{detail}" if detail else "")
             ) from exc
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox.agent_env import AGENT_ENV
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.executors.checkpoints import CheckpointExecutor, on_store
@@ -75,6 +76,7 @@ class DockerRuntime(ServerRuntime):
         checkpoints: Path | None = None,
         limits: Limits | None = None,
         home_like: bool = False,
+        python_env: str | None = None,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
@@ -102,6 +104,9 @@ class DockerRuntime(ServerRuntime):
         self._host_checkpoints: CheckpointExecutor | None = None
         self.home_like = home_like
         """The workspace is a home folder: its root dotfiles are protected paths too."""
+        self.python_env = python_env
+        """A Docker volume for the agent's Python env at `AGENT_ENV` (kept for the workspace;
+        None: one inside the container, gone with it); see `sandbox/agent_env.py`."""
         self.host_guard: HostGuard | None = None
         """The app's own check of the protected paths (`host_guard.py`); None when the engine
         does not see our paths (this process in a container, the engine elsewhere)."""
@@ -209,6 +214,7 @@ class DockerRuntime(ServerRuntime):
             str(self.group_id),
             "lifeline" if not self.keep_alive else "kept",
             "checkpoints on the host",  # a container that mounted the store is not reused
+            f"python env {self.python_env}",
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
             f"{self.limits.processes}:{self.limits.tmpfs}",
@@ -272,6 +278,8 @@ class DockerRuntime(ServerRuntime):
         for volume in self.volumes:
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
+        if self.python_env:  # a named volume: the entry point hands it to the agent's uid
+            mounts[self.python_env] = {"bind": AGENT_ENV, "mode": "rw"}
         # The token goes in as a root-only file the entry point reads and deletes before the
         # server starts (docker_entry.py), not as SANDBOX_TOKEN: /proc/PID/environ of the
         # container's init would show it to an agent of the same uid for the container's life.
@@ -293,7 +301,7 @@ class DockerRuntime(ServerRuntime):
         }
         try:
             command = ["serve", "--host", "0.0.0.0", "--port", str(SERVER_PORT)]
-            command += ["--workspace", "/workspace"]
+            command += ["--workspace", "/workspace", "--python-env", AGENT_ENV]
             for executor in self.disable:
                 command += ["--disable", executor]
             if self.home_like:

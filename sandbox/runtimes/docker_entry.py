@@ -145,6 +145,22 @@ def give_store(store: Path, uid: int, gid: int) -> None:
             print(f"sandbox: cannot hand {folder} to the agent's uid: {exc}", file=sys.stderr)
 
 
+def give_env(env: Path, uid: int, gid: int) -> None:
+    """Make the agent's Python env folder (a volume Docker made as root, or a new folder) the
+    agent's: everything in it changes owner when its top does not belong to the agent yet
+    (a new volume, or another agent uid than last time). Links are never followed."""
+    try:
+        env.mkdir(parents=True, exist_ok=True)
+        if env.stat().st_uid == uid:
+            return
+        os.chown(env, uid, gid)
+        for folder, dirs, files in os.walk(env):
+            for name in dirs + files:
+                os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
+    except OSError as exc:
+        print(f"sandbox: cannot hand {env} to the agent's uid: {exc}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> None:
     """Set up the agent's user when running as root, then exec the sandbox CLI."""
     argv = token_argv(argv)  # while still root: the token file is root-only
@@ -155,6 +171,8 @@ def main(argv: list[str]) -> None:
             prepare_user(uid, gid)
             if "--checkpoints" in argv:
                 give_store(Path(argv[argv.index("--checkpoints") + 1]), uid, gid)
+            if "--python-env" in argv:
+                give_env(Path(argv[argv.index("--python-env") + 1]), uid, gid)
             argv = [argv[0], "--agent-user", f"{uid}:{gid}", *argv[1:]]
         else:
             drop_privileges(uid, gid)

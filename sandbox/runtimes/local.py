@@ -88,6 +88,7 @@ class LocalRuntime(ServerRuntime):
         limits: Limits | None = None,
         agent_uid: int = -1,
         home_like: bool = False,
+        python_env: Path | None = None,
     ) -> None:
         super().__init__(soft_timeout_s)
         if isolation not in ("auto", "none", "bwrap"):
@@ -124,6 +125,9 @@ class LocalRuntime(ServerRuntime):
         """The workspace is a home folder: its root dotfiles are protected paths too."""
         self.session_id = secrets.token_hex(8)
         self._tmp = Path(tempfile.mkdtemp(prefix=leftovers.LOCAL_PREFIX))
+        self.python_env = python_env or self._tmp / "agent-env"
+        """The host folder holding the agent's writable Python env (`sandbox/agent_env.py`),
+        shown to it at `AGENT_ENV` with bubblewrap (default: one for this session only)."""
         self.quarantine = self._tmp / "quarantine"
         """Where the guard moves what the agent left under protected paths (`protect.py`)."""
         self.host_guard = HostGuard(self.workspace, home_like, self.session_id)
@@ -156,6 +160,11 @@ class LocalRuntime(ServerRuntime):
         for name in self.disable:
             command += ["--disable", name]
         command += ["--quarantine", str(self.quarantine)]
+        self.python_env.mkdir(mode=0o700, parents=True, exist_ok=True)
+        from sandbox.agent_env import AGENT_ENV
+
+        inside = AGENT_ENV if self.isolation == "bwrap" else str(self.python_env)
+        command += ["--python-env", inside]
         if self.home_like:
             command.append("--home-like")
         if not self.warm_up:
@@ -344,11 +353,20 @@ class LocalRuntime(ServerRuntime):
                 tmpfs_size=self.limits.tmpfs,
             )
             + self._mcp_stage()
+            + self._python_env_bind()
         )
         if self.own_uid:  # bwrap makes the folders above a bind 0700: the agent must pass
             for folder in _skeleton([self.workspace, *writable, *readable]):
                 command += ["--chmod", "0755", str(folder)]
         return command
+
+    def _python_env_bind(self) -> list[str]:
+        """bwrap options showing the agent's Python env at its fixed path, writable. Under
+        /run, whose idmapped view the agent gets when it runs as its own uid (`agent_user.py`):
+        its files are the folder owner's on the host and the agent's in the sandbox."""
+        from sandbox.agent_env import AGENT_ENV
+
+        return ["--bind", str(self.python_env.resolve()), AGENT_ENV]
 
     def _mcp_stage(self) -> list[str]:
         """bwrap options staging the MCP servers' host paths and cache under `MCP_STAGE`."""

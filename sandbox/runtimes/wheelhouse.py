@@ -33,12 +33,18 @@ SANDBOX_REQUIREMENTS: tuple[str, ...] = (
     "ipykernel",
     "charset_normalizer",
     "mcp",
+    # Offered to the agent's Jupyter kernel (and its shell's `python`) as OpenHands' runtime
+    # does, so a first plot or table works without an install: numpy, pandas, matplotlib.
+    "numpy",
+    "pandas",
+    "matplotlib",
 )
 """What `python -m sandbox serve` needs at run time: not aiohttp (only the client side, in the
 app, uses it), and not the browser stack (the browser executor stays host-only).
 `charset_normalizer` is the editor's encoding detector, imported on the first non-UTF-8 file;
 `mcp` the SDK the MCP executor starts servers with (and the Python an MCP server written with
-it runs on: `/opt/sandbox/bin/python`)."""
+it runs on: `/opt/sandbox/bin/python`); numpy, pandas and matplotlib the agent's (its writable
+env is layered over this venv, `sandbox/agent_env.py`)."""
 
 SANDBOX_DIST = "workbench-sandbox"
 LOCAL_WHEELS_ENV = "WORKBENCH_WHEELS"

@@ -36,7 +36,7 @@ async def test_the_system_prompt_says_what_the_sandbox_allows(tmp_path: Path) ->
     assert "$HOME is /tmp/home" in world
     assert ".git/config" in world and ".workbench/" in world and "git -c" in world
     assert "The network is on." in world
-    assert "python3 -m venv .venv" in world
+    assert "/run/agent-env" in world and "%pip install" in world and "matplotlib" in world
     assert "Limits: " in world and "processes" in world  # the limits in force, as applied
     assert "do not repeat it" in world
     if os.geteuid() == 0:  # the agent is not root when the app is

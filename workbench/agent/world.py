@@ -45,10 +45,7 @@ def sandbox_world(config: Config, runtime: Any, limits: str | None = None) -> st
     )
     network = box.runtime != "local" or box.local.network
     lines.append("* The network is on." if network else "* There is no network (loopback only).")
-    lines.append(
-        "* Packages: `pip install --user` and tools in $HOME last for this session only; for "
-        "what must stay, make a virtual environment in the workspace (`python3 -m venv .venv`)."
-    )
+    lines.append(_packages_line(box.runtime, runtime))
     if limits:
         lines.append(
             f"* {limits[0].upper()}{limits[1:]}: a process or memory error may mean one "
@@ -59,3 +56,24 @@ def sandbox_world(config: Config, runtime: Any, limits: str | None = None) -> st
         "another way or ask the person."
     )
     return "\n".join(lines)
+
+
+def _packages_line(kind: str, runtime: Any) -> str:
+    """How to install packages: into the agent's own Python env (local and Docker runtimes)."""
+    if kind == "remote":
+        return (
+            "* Packages: `pip install --user` and tools in $HOME may not last; for what must "
+            "stay, make a virtual environment in the workspace."
+        )
+    from sandbox.agent_env import AGENT_ENV
+
+    env = getattr(runtime, "python_env", None)
+    isolated = kind == "docker" or getattr(runtime, "isolation", "") == "bwrap"
+    where = AGENT_ENV if isolated or env is None else str(env)
+    kept = "kept for this workspace" if env is not None else "kept until the session ends"
+    return (
+        "* Python: `python`, `python3` and `pip` in the shell and `%pip install` in Jupyter all "
+        f"use your own environment at {where} (numpy, pandas, matplotlib ready), {kept}: "
+        "install with `pip install ...` (not `--user`, not sudo) and both the shell and the "
+        "kernel see it. Other tools in $HOME last for this session only."
+    )
