@@ -140,6 +140,21 @@ PROFILE: tuple[Row, ...] = (
         "everything your user can write",
     ),
     Row(
+        "install Python packages",
+        "with pip or %pip into its own env at /run/agent-env (sandbox/agent_env.py): "
+        "a folder per workspace in the app's data dir, its files the person's on the host, "
+        "layered over the sandbox's venv; kept across kernel restarts and sessions. What the "
+        "agent puts there (a sitecustomize, a .pth) runs only in its own shell and kernel, in "
+        "this and later sandboxes of the workspace: never in the app, the sandbox server or an "
+        "MCP server",
+        "the same, in a Docker volume per workspace at /run/agent-env owned by the agent's uid, "
+        "layered over the image's venv (numpy, pandas, matplotlib); run only by the agent's "
+        "shell and kernel in later containers of the workspace",
+        "into an env at the server's --python-env folder, if it was given one",
+        "the same per-workspace env, at its path in the data dir; nothing keeps the agent from "
+        "the rest of your files anyway",
+    ),
+    Row(
         "protected paths (PROTECTED_GLOBS)",
         "read-only bind mounts from the start; those that appear later are neutralised after "
         "each action and then bound read-only into every agent process",

@@ -126,13 +126,15 @@ async def test_jupyter_runs_in_the_container_and_follows_the_shell(
     make_runtime: MakeRuntime,
 ) -> None:
     runtime = await make_runtime()
-    obs = await runtime.execute(IPythonAction(code="import sys; print(sys.prefix, 6 * 7)"))
+    code = "import sys, ipykernel; print(sys.prefix, ipykernel.__file__, 6 * 7)"
+    obs = await runtime.execute(IPythonAction(code=code))
     assert isinstance(obs, IPythonObservation), obs
-    assert "/opt/sandbox 42" in obs.content
+    # The agent's own env, layered over the image's venv (sandbox/agent_env.py).
+    assert "/run/agent-env /opt/sandbox/lib/" in obs.content and " 42" in obs.content
     await shell(runtime, "mkdir -p /workspace/nb && cd /workspace/nb")
     obs = await runtime.execute(IPythonAction(code="import os; print(os.getcwd())"))
     assert isinstance(obs, IPythonObservation) and "/workspace/nb" in obs.content
-    assert obs.cwd == "/workspace/nb" and obs.python.startswith("/opt/sandbox/bin/python")
+    assert obs.cwd == "/workspace/nb" and obs.python == "/run/agent-env/bin/python"
 
 
 # ------------------------------------------------------------------ users and volumes

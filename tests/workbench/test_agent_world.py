@@ -8,7 +8,8 @@ import io
 import os
 from pathlib import Path
 
-from headless_harness import finish, make_config
+from agent_env_support import tiny_wheel
+from headless_harness import bash, finish, make_config
 
 from workbench.headless import run_session
 from workbench.headless_output import HumanPrinter
@@ -49,3 +50,23 @@ async def test_no_network_is_said(tmp_path: Path) -> None:
         tmp_path, sandbox__local__isolation="bwrap", sandbox__local__network=False
     )
     assert "There is no network" in system and "The network is on." not in system
+
+
+async def test_what_the_agent_installs_is_there_in_the_next_session(tmp_path: Path) -> None:
+    """Two real headless sessions on one workspace: a package `pip install`ed in the first is
+    imported by `python` in the second (the workspace's env in the data dir, not the workspace)."""
+    ws = tmp_path / "ws"
+    tiny_wheel(ws / "wheels")
+    install = bash("pip install --no-index --find-links wheels wbtinypkg")
+    use = bash("python -c 'import wbtinypkg; print(f\"got={wbtinypkg.VALUE * 1000 + 1}\")'")
+    outputs = []
+    for step in (install, use):
+        async with ScriptedLLMServer([step, finish()]) as server:
+            config = make_config(tmp_path, server.base_url, ws, sandbox__local__isolation="bwrap")
+            out, err = io.StringIO(), io.StringIO()
+            summary = await run_session(config, "go", HumanPrinter(out, err))
+            outputs.append(out.getvalue() + err.getvalue())
+        assert summary["status"] == "success", outputs[-1]
+    assert "Successfully installed wbtinypkg-1.0" in outputs[0], outputs[0]
+    assert "got=42001" in outputs[1], outputs[1]
+    assert not (ws / "lib").exists() and not list(ws.glob("**/wbtinypkg/__init__.py"))
