@@ -26,7 +26,7 @@ RUN python3 -m venv /opt/workbench \
         --disable-pip-version-check --progress-bar off /wheels/*.whl \
  && /opt/workbench/bin/python -m pip download --no-index --find-links /wheels \
         --disable-pip-version-check --dest /opt/workbench/sandbox-wheels \
-        pydantic h11 pexpect jupyter_client ipykernel charset_normalizer mcp
+        pydantic h11 pexpect jupyter_client ipykernel charset_normalizer mcp numpy pandas matplotlib
 
 FROM ${BASE_IMAGE}
 COPY --from=deps /opt/workbench /opt/workbench

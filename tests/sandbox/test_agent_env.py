@@ -49,6 +49,8 @@ async def test_pip_in_the_kernel_is_seen_by_the_shell_and_kept_for_the_workspace
         refused = await shell(runtime, "touch /usr/lib/wb-test")
         assert refused.exit_code != 0 and "pip install" in (refused.note or ""), refused
         assert "/run/agent-env" in (refused.note or "")
+        in_kernel = await cell(runtime, "open('/usr/lib/wb-test', 'w')")
+        assert in_kernel.error and "pip install" in (in_kernel.note or ""), in_kernel
     finally:
         await runtime.close()
     # On the host the files are the person's (this process's uid), not the agent's.
