@@ -28,7 +28,7 @@ from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestE
 from sandbox.executors.checkpoints import CheckpointExecutor, on_store
 from sandbox.limits import Limits, docker_in_force, docker_options
 from sandbox.protocol import Action, CheckpointAction, Observation, RestoreAction
-from sandbox.runtimes import docker_idmap, leftovers
+from sandbox.runtimes import docker_env_volume, docker_idmap, leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
 from sandbox.runtimes.docker_image import (
@@ -279,6 +279,7 @@ class DockerRuntime(ServerRuntime):
             host = volume.host if in_container() else str(Path(volume.host).resolve())
             mounts[host] = {"bind": volume.container, "mode": "ro" if volume.read_only else "rw"}
         if self.python_env:  # a named volume: the entry point hands it to the agent's uid
+            docker_env_volume.ensure_volume(self._docker, self.python_env, self.workspace)
             mounts[self.python_env] = {"bind": AGENT_ENV, "mode": "rw"}
         # The token goes in as a root-only file the entry point reads and deletes before the
         # server starts (docker_entry.py), not as SANDBOX_TOKEN: /proc/PID/environ of the
@@ -375,6 +376,8 @@ class DockerRuntime(ServerRuntime):
         """Remove what apps that died left: our containers no session will use again (their
         owner is gone) and local runtimes' temp folders (`leftovers.py`)."""
         leftovers.sweep_folders()
+        if self.host_guard is not None:  # the workspaces' paths are this machine's
+            docker_env_volume.remove_orphans(self._docker)
         for container in self._docker.containers.list(
             all=True,
             filters={"label": LABEL},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from agent_env_support import (
     tiny_wheel,
 )
 from docker_support import MakeRuntime, docker_api, make_runtime, sandbox_image
+
+from sandbox.runtimes.docker_env_volume import LABEL
 
 __all__ = ["docker_api", "make_runtime", "sandbox_image"]  # fixtures, used by name
 
@@ -49,6 +52,13 @@ async def test_pip_in_the_kernel_lands_in_the_workspace_volume(
         again = await make_runtime(python_env=volume)
         await still_there(again)
         await again.close()
+        assert docker_api.volumes.get(volume).attrs["Labels"] == {LABEL: str(workspace)}
+        # Once the workspace is gone, the next Docker runtime to start removes its env.
+        shutil.rmtree(workspace)
+        other = await make_runtime(workspace=tmp_path / "other")
+        await other.close()
+        with pytest.raises(docker.errors.NotFound):
+            docker_api.volumes.get(volume)
     finally:
         with contextlib.suppress(docker.errors.NotFound):
             docker_api.volumes.get(volume).remove(force=True)
