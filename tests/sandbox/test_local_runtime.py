@@ -167,12 +167,41 @@ async def test_close_leaves_no_process(tmp_path: Path) -> None:
     assert not runtime._tmp.exists()
 
 
+SLEEPER = ["sleep", "302.017"]
+
+
 async def test_close_after_a_crash_kills_the_orphans(tmp_path: Path) -> None:
-    runtime = LocalRuntime(tmp_path)
+    # Without isolation nothing else reaps them (under bwrap the pid namespace already does):
+    # the orphans must outlive the crash, so that close() is what kills them. Two layers do:
+    # the session's environment marker and the limits' cgroup; the test fails without both.
+    runtime = LocalRuntime(tmp_path, isolation="none")
     await runtime.start()
-    await runtime.execute(CmdRunAction(command="sleep 302 > /dev/null 2>&1 &"))
+    # setsid: out of the shell's job control, so the hang-up of the dying pty does not reach it
+    await runtime.execute(CmdRunAction(command="setsid sleep 302.017 > /dev/null 2>&1 &"))
     assert runtime.pid is not None
     before = family(runtime.pid)
+    orphans: list[psutil.Process] = []
+    for _ in range(500):  # setsid forks away from the shell: found by its unique command line
+        orphans = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == SLEEPER]
+        if orphans:
+            break
+        await asyncio.sleep(0.01)
+    before += orphans
+    assert orphans, "the background sleep is not among the server's processes"
+    os.kill(runtime.pid, signal.SIGKILL)
+    await wait_dead(runtime.pid)
+    assert alive(orphans) == orphans, "the orphan died with the server: nothing left to clean up"
+    await runtime.close()
+    assert alive(before) == []
+
+
+async def test_a_crashed_bwrap_sandbox_takes_its_processes_along(tmp_path: Path) -> None:
+    runtime = LocalRuntime(tmp_path, isolation="bwrap")
+    await runtime.start()
+    await runtime.execute(CmdRunAction(command="sleep 303 > /dev/null 2>&1 &"))
+    assert runtime.pid is not None
+    before = family(runtime.pid)
+    assert any("sleep 303" in " ".join(p.cmdline()) for p in before)
     os.kill(runtime.pid, signal.SIGKILL)
     await wait_dead(runtime.pid)
     await runtime.close()

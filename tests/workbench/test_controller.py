@@ -25,6 +25,8 @@ from workbench.events import (
     ObservationEvent,
     RejectedObservation,
     StateChangedEvent,
+    event_to_json,
+    parse_event,
 )
 from workbench.llm import load_litellm
 from workbench.security.policy import Decision
@@ -270,7 +272,7 @@ async def test_queued_message_reaches_the_next_call_and_pause_resume(tmp_path: P
 async def test_stop_cancels_a_slow_llm_call(tmp_path: Path) -> None:
     async with harness(tmp_path, [{"text": "slow", "delay_s": 30}]) as h:
         task = asyncio.create_task(h.controller.run("go"))
-        await asyncio.sleep(0.3)
+        await until(lambda: len(h.server.requests) == 1)  # the slow call is in flight
         h.controller.stop("user pressed stop")
         result = await asyncio.wait_for(task, 5)
     assert (result.status, result.exit_code) == ("interrupted", 130)
@@ -339,8 +341,11 @@ async def test_output_that_trails_the_last_result_still_reaches_the_pane(tmp_pat
 async def test_events_are_json_round_trippable(tmp_path: Path) -> None:
     async with harness(tmp_path, seed_script) as h:
         await h.controller.run("write a bash script that prints hi")
-    for line in h.session.path.read_text().splitlines()[1:]:
-        assert json.loads(line)["kind"]
+    lines = h.session.path.read_text().splitlines()[1:]
+    parsed = [parse_event(line) for line in lines]
+    assert [json.loads(event_to_json(event)) for event in parsed] == [json.loads(x) for x in lines]
+    assert parsed == h.controller.events  # what was lived is what is read back
+    assert {type(event).__name__ for event in parsed} >= {"ActionEvent", "ObservationEvent"}
 
 
 async def test_missing_or_repeated_call_ids_are_made_unique(tmp_path: Path) -> None:
