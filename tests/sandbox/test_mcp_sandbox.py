@@ -136,7 +136,7 @@ async def test_the_server_runs_inside_the_sandbox_apart_from_the_agent(
     await local.close()
     assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
     if local.isolation != "bwrap":  # a skip fails under WORKBENCH_TEST_NO_SKIPS (scripts/test)
-        pytest.skip("bubblewrap does not work here: the pid namespace and environ checks did not run")
+        pytest.skip("bubblewrap does not work here: pid namespace and environ checks not run")
 
 
 async def test_a_server_that_dies_is_reported_once_and_forgotten(local: LocalRuntime) -> None:
