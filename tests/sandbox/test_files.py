@@ -157,15 +157,24 @@ def test_view_of_50_lines_of_a_20000_line_file_is_fast(editor: FileEditor, tmp_p
         "".join(f"    value_{i} = compute(argument_{i}, other)\n" for i in range(20000))
     )
     action = FileEditAction(command="view", path=str(target), view_range=[10_000, 10_049])
-    timings = []
-    for _ in range(15):
+
+    def floor() -> str:  # the least a view can do without a cache: read, split, number 50 lines
+        lines = target.read_text().splitlines()[9_999:10_049]
+        return "\n".join(f"{n:6}\t{line}" for n, line in enumerate(lines, 10_000))
+
+    views, floors = [], []
+    for _ in range(15):  # alternated, so that a busy machine slows both alike
         start = time.perf_counter()
         obs = editor.execute(action)
-        timings.append((time.perf_counter() - start) * 1000)
+        views.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        floor()
+        floors.append(time.perf_counter() - start)
     assert isinstance(obs, FileEditObservation)
     assert obs.content.count("\n") == 50
-    # The target is 5 ms (benchmarks/runtime.py measures it); margin for a busy 2-core machine.
-    assert statistics.median(timings) < 15
+    # About 1x here; 3x leaves room for noise and still catches per-line work on the whole file.
+    view, least = statistics.median(views), statistics.median(floors)
+    assert view <= 3 * least, f"view {view * 1000:.1f} ms vs floor {least * 1000:.1f} ms"
 
 
 def test_view_cache_never_serves_a_stale_file(editor: FileEditor, tmp_path: Path) -> None:
