@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import until
 
 from sandbox.protocol import (
     CmdOutputObservation,
@@ -110,8 +111,10 @@ async def test_restart_note_on_an_observation_without_a_note_field(runtime: Loca
 async def test_action_lost_mid_flight_says_so(runtime: LocalRuntime) -> None:
     pid = runtime.pid
     assert pid is not None
-    running = asyncio.create_task(runtime.execute(CmdRunAction(command="sleep 5; echo late")))
-    await asyncio.sleep(0.5)
+    began = runtime.workspace / "began"
+    command = f"touch {began}; sleep 5; echo late"
+    running = asyncio.create_task(runtime.execute(CmdRunAction(command=command)))
+    await until(began.exists)  # the action is mid-flight, not yet sent
     os.kill(pid, signal.SIGKILL)
     observation = await asyncio.wait_for(running, 10)
     assert isinstance(observation, ErrorObservation) and observation.error_kind == "sandbox"
