@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_until
 
 from sandbox.core import Sandbox
 from sandbox.executors.bash import BashExecutor
@@ -133,16 +134,23 @@ def test_soft_timeout_then_ctrl_c(shell: BashExecutor) -> None:
 
 
 def test_busy_refusal_carries_the_new_output_once(shell: BashExecutor, tmp_path: Path) -> None:
-    loop = "for i in 1 2 3; do echo line$i; sleep 1; done"
+    # Each line waits for its go-ahead file: the test says when the next line comes.
+    gate = "while [ ! -e go$i ]; do sleep 0.02; done"
+    loop = f"for i in 1 2 3; do echo line$i; i=$((i + 1)); {gate}; i=$((i - 1)); done"
+    streamed: list[str] = []
+    shell.subscribe(lambda e: streamed.append(e.data) if e.kind == "output" else None)
     first = run(shell, loop, soft_timeout=0.5)
     assert (first.content, first.running) == ("line1\n", True)
-    time.sleep(1.2)  # line2 arrives meanwhile
+    (tmp_path / "go2").touch()
+    wait_until(lambda: "line2" in "".join(streamed), what="line2")  # arrives meanwhile
     busy = refused(shell, "touch ran.txt")
     assert busy.error_kind == "busy" and "still running" in busy.content
     refusal, _, shown = busy.content.partition("\nIts new output since you last looked:\n")
     assert "is_input" in refusal and shown.startswith("line2\n")
     assert not (tmp_path / "ran.txt").exists()
     seen, last = first.content + shown, first
+    (tmp_path / "go3").touch()
+    (tmp_path / "go4").touch()
     for _ in range(5):
         last = run(shell, "", soft_timeout=5)
         seen += last.content
@@ -161,9 +169,15 @@ def test_busy_refusal_with_nothing_new_says_so(shell: BashExecutor) -> None:
     assert run(shell, "C-c", is_input=True).exit_code == 130
 
 
-def test_busy_set_env_refusal_carries_the_new_output_too(shell: BashExecutor) -> None:
-    assert run(shell, "echo one; sleep 0.5; echo two; sleep 30", soft_timeout=0.3).running
-    time.sleep(0.8)
+def test_busy_set_env_refusal_carries_the_new_output_too(
+    shell: BashExecutor, tmp_path: Path
+) -> None:
+    streamed: list[str] = []
+    shell.subscribe(lambda e: streamed.append(e.data) if e.kind == "output" else None)
+    command = "echo one; while [ ! -e go ]; do sleep 0.02; done; echo two; sleep 30"
+    assert run(shell, command, soft_timeout=0.3).running
+    (tmp_path / "go").touch()
+    wait_until(lambda: "two" in "".join(streamed), what="the second line")
     busy = shell.execute(SetEnvAction(env={"A": "1"}))
     assert isinstance(busy, ErrorObservation) and busy.error_kind == "busy"
     assert busy.content.endswith("since you last looked:\ntwo\n")
