@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from http_raw import Reply, exchange, request
 from test_server import Server, start_server, stop_server
+from waiting import wait_until
 
 from sandbox.http11 import MAX_BODY
 from sandbox.protocol import MAX_TIMEOUT_S, parse_stream_event
@@ -231,6 +232,16 @@ def half_sent(port: int) -> socket.socket:
     return sock
 
 
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the other end closed `sock` (without waiting for it to)."""
+    if not select.select([sock], [], [], 0)[0]:
+        return False
+    try:
+        return sock.recv(100, socket.MSG_PEEK) == b""
+    except ConnectionResetError:
+        return True
+
+
 def test_seventy_half_sent_requests_do_not_lock_out_valid_ones_under_a_64_file_limit(
     tmp_path: Path,
 ) -> None:
@@ -240,7 +251,8 @@ def test_seventy_half_sent_requests_do_not_lock_out_valid_ones_under_a_64_file_l
         port = port_of(srv)
         for _ in range(70):
             stalled.append(half_sent(port))
-        time.sleep(0.5)  # the server has seen them all
+        # The server has seen them all once it gives up the oldest to make room for the rest.
+        wait_until(lambda: closed_by_server(stalled[0]), what="the oldest half-sent request shed")
         assert health_seconds(port, 10) < 3
         reply = exchange(
             port, request("POST", "/execute", run_body("echo still-here"), srv.token), 20
