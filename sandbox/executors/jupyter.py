@@ -261,6 +261,11 @@ class JupyterExecutor:
 
     def _after_run(self, kernel: Kernel, run: CellRun, timeout: float) -> list[str]:
         """Notes on how the cell ended; restarts the kernel if it died or would not stop."""
+        if self._closed and run.status in ("died", "timeout"):
+            return [
+                "The sandbox closed while this cell ran: the kernel was stopped and the cell did "
+                "not finish. Its output up to then is shown."
+            ]
         if run.status == "died" and not self._closed:
             # A crash can lose the kernel's "busy" message, so "not started" is only a maybe.
             when = "while running this cell" if run.started else "before or while running this cell"

@@ -8,7 +8,6 @@ server, the client and the runtime as the controller does.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 from docker_support import BASE_IMAGE, sandbox_image
+from waiting import until
 
 from sandbox.protocol import (
     CmdOutputObservation,
@@ -231,10 +231,15 @@ async def test_jupyter_state_tracebacks_images_and_cwd(box: Box) -> None:
 
 async def test_a_kernel_killed_from_outside_is_restarted_with_a_note(box: Box) -> None:
     await box.py("kept = 1")
-    # The kernel kills itself just after the cell: with isolation the shell cannot see it (its
-    # own pid namespace), so a `kill` from the shell would not reach it.
-    await box.py("import os, threading; threading.Timer(0.05, os.kill, (os.getpid(), 9)).start()")
-    await asyncio.sleep(0.3)
+    # With isolation the shell cannot see the kernel (its own pid namespace), so a `kill` from
+    # the shell would not reach it: a helper the kernel starts kills it when the test says go.
+    killer = "while [ ! -e go ]; do sleep 0.02; done; kill -9 %d; touch gone"
+    await box.py(
+        f"import os, subprocess\nsubprocess.Popen(['sh', '-c', {killer!r} % os.getpid()], "
+        f"cwd={box.inside!r})"
+    )
+    (box.host / "go").touch()
+    await until(lambda: (box.host / "gone").exists(), what="the kernel killed between cells")
     obs = await box.py("print('back')")
     assert "back" in obs.content
     assert obs.note is not None and "restarted" in obs.note

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_until
 
 from sandbox.executors.base import ExecutorContext
 from sandbox.executors.browser import BrowserExecutor, browser_unavailable_reason
@@ -172,8 +173,10 @@ def test_killed_browser_is_restarted_with_a_note(tmp_path: Path, site: str) -> N
         assert page.title == "Test page"
     finally:
         executor.close()
-    time.sleep(0.5)
-    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    wait_until(
+        lambda: not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE],
+        what="the browser's processes to end",
+    )
 
 
 def test_close_leaves_no_process(tmp_path: Path, site: str) -> None:

@@ -105,7 +105,9 @@ async def test_the_agent_cannot_find_the_key_or_the_token(
     assert APP_KEY not in cell.content and token not in cell.content
 
 
-async def test_the_agent_cannot_call_its_server(agent_apart: DockerRuntime) -> None:
+async def test_the_server_refuses_the_agent_without_the_token(agent_apart: DockerRuntime) -> None:
+    """Reaching the server is possible; every route answers 401 without the token (which
+    the agent cannot read: see the environ tests above)."""
     out = await sh(
         agent_apart,
         f"""python3 - <<'EOF'

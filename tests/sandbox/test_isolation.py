@@ -153,7 +153,9 @@ async def test_the_agent_cannot_find_the_key_or_the_token(
     assert APP_KEY not in cell.content and token not in cell.content
 
 
-async def test_the_agent_cannot_call_its_server(isolated: LocalRuntime) -> None:
+async def test_the_server_refuses_the_agent_without_the_token(isolated: LocalRuntime) -> None:
+    """Reaching the server is possible; every route answers 401 without the token (which
+    the agent cannot read: see the environ tests above)."""
     url = f"http://127.0.0.1:{port_of(isolated)}"
     out = await sh(
         isolated,

@@ -262,16 +262,22 @@ def test_close_during_a_cell_returns_promptly(tmp_path: Path) -> None:
     kernel_pid = executor.kernel_pid
     assert kernel_pid is not None
     answers: list[object] = []
+    started = tmp_path / "cell-started"
+    code = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(60)"
     cell = threading.Thread(
-        target=lambda: answers.append(
-            executor.execute(IPythonAction(code="import time; time.sleep(60)"))
-        )
+        target=lambda: answers.append(executor.execute(IPythonAction(code=code)))
     )
     cell.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30
+    while not started.exists():  # close() must come while the cell runs, not before it starts
+        assert time.monotonic() < deadline and cell.is_alive(), "the cell never started"
+        time.sleep(0.02)
     executor.close()
     cell.join(5)
     assert not cell.is_alive() and len(answers) == 1
+    answer = answers[0]
+    assert isinstance(answer, IPythonObservation) and answer.error, answer
+    assert "sandbox closed while this cell ran" in (answer.note or ""), answer
     wait_gone(kernel_pid)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import until
 
 from sandbox.protocol import (
     CmdOutputObservation,
@@ -110,8 +111,10 @@ async def test_restart_note_on_an_observation_without_a_note_field(runtime: Loca
 async def test_action_lost_mid_flight_says_so(runtime: LocalRuntime) -> None:
     pid = runtime.pid
     assert pid is not None
-    running = asyncio.create_task(runtime.execute(CmdRunAction(command="sleep 5; echo late")))
-    await asyncio.sleep(0.5)
+    began = runtime.workspace / "began"
+    command = f"touch {began}; sleep 5; echo late"
+    running = asyncio.create_task(runtime.execute(CmdRunAction(command=command)))
+    await until(began.exists)  # the action is mid-flight, not yet sent
     os.kill(pid, signal.SIGKILL)
     observation = await asyncio.wait_for(running, 10)
     assert isinstance(observation, ErrorObservation) and observation.error_kind == "sandbox"
@@ -167,12 +170,41 @@ async def test_close_leaves_no_process(tmp_path: Path) -> None:
     assert not runtime._tmp.exists()
 
 
+SLEEPER = ["sleep", "302.017"]
+
+
 async def test_close_after_a_crash_kills_the_orphans(tmp_path: Path) -> None:
-    runtime = LocalRuntime(tmp_path)
+    # Without isolation nothing else reaps them (under bwrap the pid namespace already does):
+    # the orphans must outlive the crash, so that close() is what kills them. Two layers do:
+    # the session's environment marker and the limits' cgroup; the test fails without both.
+    runtime = LocalRuntime(tmp_path, isolation="none")
     await runtime.start()
-    await runtime.execute(CmdRunAction(command="sleep 302 > /dev/null 2>&1 &"))
+    # setsid: out of the shell's job control, so the hang-up of the dying pty does not reach it
+    await runtime.execute(CmdRunAction(command="setsid sleep 302.017 > /dev/null 2>&1 &"))
     assert runtime.pid is not None
     before = family(runtime.pid)
+    orphans: list[psutil.Process] = []
+    for _ in range(500):  # setsid forks away from the shell: found by its unique command line
+        orphans = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == SLEEPER]
+        if orphans:
+            break
+        await asyncio.sleep(0.01)
+    before += orphans
+    assert orphans, "the background sleep is not among the server's processes"
+    os.kill(runtime.pid, signal.SIGKILL)
+    await wait_dead(runtime.pid)
+    assert alive(orphans) == orphans, "the orphan died with the server: nothing left to clean up"
+    await runtime.close()
+    assert alive(before) == []
+
+
+async def test_a_crashed_bwrap_sandbox_takes_its_processes_along(tmp_path: Path) -> None:
+    runtime = LocalRuntime(tmp_path, isolation="bwrap")
+    await runtime.start()
+    await runtime.execute(CmdRunAction(command="sleep 303 > /dev/null 2>&1 &"))
+    assert runtime.pid is not None
+    before = family(runtime.pid)
+    assert any("sleep 303" in " ".join(p.cmdline()) for p in before)
     os.kill(runtime.pid, signal.SIGKILL)
     await wait_dead(runtime.pid)
     await runtime.close()

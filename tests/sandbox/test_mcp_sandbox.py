@@ -135,6 +135,8 @@ async def test_the_server_runs_inside_the_sandbox_apart_from_the_agent(
         assert await sh(local, hunt) == "0"
     await local.close()
     assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    if local.isolation != "bwrap":  # a skip fails under WORKBENCH_TEST_NO_SKIPS (scripts/test)
+        pytest.skip("bubblewrap does not work here: pid namespace and environ checks not run")
 
 
 async def test_a_server_that_dies_is_reported_once_and_forgotten(local: LocalRuntime) -> None:

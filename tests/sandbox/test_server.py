@@ -18,6 +18,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from waiting import until
 
 from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxRequestError
@@ -140,7 +141,9 @@ async def test_bad_token_is_refused_and_runs_nothing(
         assert (await raw(server, "GET", path, token=token))[0] == status
     assert (await raw(server, "PUT", "/upload?path=up.txt", b"data", token))[0] == status
     assert (await raw(server, "POST", "/input", b'{"text": "C-c"}', token))[0] == status
-    await asyncio.sleep(0.3)  # a command that slipped through would have run by now
+    # The shell runs one command at a time: one that slipped through ran before this one.
+    barrier = await raw(server, "POST", "/execute", run_body("echo barrier"), server.token)
+    assert barrier[0] == 200, barrier
     assert not marker.exists()
     assert not (server.workspace / "up.txt").exists()
 
@@ -213,15 +216,19 @@ async def test_stream_delivers_chunks_before_the_command_returns(
             if any(isinstance(e, CommandFinished) for _, e in events):
                 break
         events.clear()
-        command = "for i in 1 2 3; do echo tick$i; sleep 0.5; done"
-        observation = await client.execute(CmdRunAction(command=command))
-        returned = time.monotonic()
-        await asyncio.sleep(0.2)
+        go = server.workspace / "go"
+        command = f"echo tick1; while [ ! -e {go} ]; do sleep 0.02; done; echo tick2"
+        running = asyncio.create_task(client.execute(CmdRunAction(command=command)))
+        await until(
+            lambda: any(isinstance(e, OutputChunk) and "tick1" in e.data for _, e in events)
+        )
+        assert not running.done(), "tick1 arrived only with the command's end"
+        go.touch()  # the command ends only now, after its first line was seen streaming
+        observation = await asyncio.wait_for(running, 30)
+        await until(lambda: any(isinstance(e, CommandFinished) for _, e in events))
     finally:
         listener.cancel()
-    assert isinstance(observation, CmdOutputObservation) and "tick3" in observation.content
-    first = next(t for t, e in events if isinstance(e, OutputChunk) and "tick1" in e.data)
-    assert first < returned - 0.5, "tick1 should arrive about a second before the command ends"
+    assert isinstance(observation, CmdOutputObservation) and "tick2" in observation.content
     finished = [e for _, e in events if isinstance(e, CommandFinished)]
     assert finished and finished[-1].exit_code == 0
 

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import select
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from http_raw import Reply, exchange, request
 from test_server import Server, start_server, stop_server
+from waiting import wait_until
 
 from sandbox.http11 import MAX_BODY
 from sandbox.protocol import MAX_TIMEOUT_S, parse_stream_event
@@ -230,6 +232,16 @@ def half_sent(port: int) -> socket.socket:
     return sock
 
 
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the other end closed `sock` (without waiting for it to)."""
+    if not select.select([sock], [], [], 0)[0]:
+        return False
+    try:
+        return sock.recv(100, socket.MSG_PEEK) == b""
+    except ConnectionResetError:
+        return True
+
+
 def test_seventy_half_sent_requests_do_not_lock_out_valid_ones_under_a_64_file_limit(
     tmp_path: Path,
 ) -> None:
@@ -239,7 +251,8 @@ def test_seventy_half_sent_requests_do_not_lock_out_valid_ones_under_a_64_file_l
         port = port_of(srv)
         for _ in range(70):
             stalled.append(half_sent(port))
-        time.sleep(0.5)  # the server has seen them all
+        # The server has seen them all once it gives up the oldest to make room for the rest.
+        wait_until(lambda: closed_by_server(stalled[0]), what="the oldest half-sent request shed")
         assert health_seconds(port, 10) < 3
         reply = exchange(
             port, request("POST", "/execute", run_body("echo still-here"), srv.token), 20
@@ -293,15 +306,16 @@ def test_a_client_that_trickles_its_head_is_cut_at_the_header_timeout(tmp_path: 
     srv = start_server(tmp_path, secrets.token_urlsafe(24), "--header-timeout", "1")
     try:
         with socket.create_connection(("127.0.0.1", port_of(srv)), timeout=10) as sock:
-            start = time.monotonic()
-            reply = b""
-            for byte in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+            head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+            reply, sent = b"", 0
+            for byte in head:  # 14 s at this pace: the header timeout (1 s) must cut it short
                 try:
                     sock.sendall(bytes([byte]))
                 except OSError:
                     break
+                sent += 1
                 time.sleep(0.1)
-                if time.monotonic() - start > 5:
+                if select.select([sock], [], [], 0)[0]:  # the server answered (408) and closed
                     break
             sock.settimeout(5)
             try:
@@ -310,7 +324,7 @@ def test_a_client_that_trickles_its_head_is_cut_at_the_header_timeout(tmp_path: 
             except OSError:
                 pass
         assert Reply(reply, False, 0).status == 408
-        assert time.monotonic() - start < 4
+        assert sent < len(head) // 2, f"the server let {sent} trickled bytes in"
     finally:
         stop_server(srv)
 
@@ -392,8 +406,10 @@ def test_subscribers_that_never_read_cost_bounded_memory_and_no_latency(server: 
         "rss_max": max(rss_seen),
     }
     print(figures)
-    assert max(latencies) < 2.0, figures
-    assert after_s < 0.5, figures
+    # Against the flood's own time in this run: a server whose loop blocked behind the streams
+    # would answer a health check only as the flood ended (latency ~ baseline_s).
+    assert max(latencies) < baseline_s / 4, figures
+    assert after_s < baseline_s / 10, figures
     assert max(rss_seen) - rss_before < 80, figures
     assert again_s < 3 * baseline_s + 5, figures
     assert with_streams_s < 3 * baseline_s + 10, figures

@@ -5,7 +5,7 @@ answer, go on into the input box."""
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
@@ -27,6 +27,16 @@ def _ask(app: WorkbenchApp, id: int) -> None:
     app.feed_event(ConfirmationRequestEvent(id=id + 1, cause=id, risk="HIGH", reason="rm -rf"))
 
 
+class _Clock:
+    """The panel's clock, moved on at will: no test depends on how fast the machine types."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.ahead
+
+
 def _app(app_factory: Callable[..., WorkbenchApp]) -> tuple[WorkbenchApp, FakeBackend]:
     app = app_factory()
     backend = FakeBackend()
@@ -37,7 +47,9 @@ def _app(app_factory: Callable[..., WorkbenchApp]) -> tuple[WorkbenchApp, FakeBa
 async def test_a_word_typed_as_the_panel_appears_goes_to_the_input_box(
     app_factory: Callable[..., WorkbenchApp], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(confirm, "ARM_S", 0.6)
+    monkeypatch.setattr(confirm, "ARM_S", 60)  # the typing is within the moment, however slow
+    clock = _Clock()
+    monkeypatch.setattr(confirm, "time", clock)
     app, backend = _app(app_factory)
     async with app.run_test(size=(80, 24)) as pilot:
         prompt, panel = app.query_one(PromptInput), app.query_one(ConfirmPanel)
@@ -50,7 +62,7 @@ async def test_a_word_typed_as_the_panel_appears_goes_to_the_input_box(
         assert backend.answers == [] and panel.request is not None
         assert prompt.text == "okay" and prompt.has_focus
         # Reached on purpose, after a moment: y answers.
-        await asyncio.sleep(0.7)
+        clock.ahead = 61
         panel.focus()
         await pilot.press("y")
         await pilot.pause()
@@ -60,7 +72,7 @@ async def test_a_word_typed_as_the_panel_appears_goes_to_the_input_box(
 async def test_answer_letters_within_the_moment_are_typing_too(
     app_factory: Callable[..., WorkbenchApp], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(confirm, "ARM_S", 0.6)
+    monkeypatch.setattr(confirm, "ARM_S", 60)  # "within the moment", however slow the machine
     app, backend = _app(app_factory)
     async with app.run_test(size=(80, 24)) as pilot:
         prompt, panel = app.query_one(PromptInput), app.query_one(ConfirmPanel)

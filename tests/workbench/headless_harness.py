@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from waiting import until  # noqa: F401  (re-exported for the tests here)
 
 from sandbox.runtimes.local import LocalRuntime
 from workbench.config import load_config
@@ -60,15 +60,6 @@ def seed_script(workspace: Path) -> list[dict[str, Any]]:
         bash("bash hi.sh"),
         finish("hi.sh prints hi"),
     ]
-
-
-async def until(condition: Callable[[], object], within_s: float = 30.0) -> None:
-    """Poll `condition` until it holds; fail after `within_s` (generous: CI runs loaded)."""
-    deadline = time.monotonic() + within_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {within_s} s")
-        await asyncio.sleep(0.02)
 
 
 def cli_env(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:

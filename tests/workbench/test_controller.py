@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from headless_harness import KEY, bash, create, finish, harness, seed_script, until
 
@@ -25,6 +26,8 @@ from workbench.events import (
     ObservationEvent,
     RejectedObservation,
     StateChangedEvent,
+    event_to_json,
+    parse_event,
 )
 from workbench.llm import load_litellm
 from workbench.security.policy import Decision
@@ -255,7 +258,7 @@ async def test_queued_message_reaches_the_next_call_and_pause_resume(tmp_path: P
     slow = {"tool_calls": [{"name": "think", "arguments": {"thought": "hm"}}], "delay_s": 0.5}
     async with harness(tmp_path, [slow, finish()]) as h:
         task = asyncio.create_task(h.controller.run("go"))
-        await asyncio.sleep(0.2)
+        await until(lambda: len(h.server.requests) == 1)  # the slow first call is in flight
         h.controller.send_message("also add a README")
         h.controller.pause()
         await until(lambda: h.controller.state == "paused")
@@ -270,7 +273,7 @@ async def test_queued_message_reaches_the_next_call_and_pause_resume(tmp_path: P
 async def test_stop_cancels_a_slow_llm_call(tmp_path: Path) -> None:
     async with harness(tmp_path, [{"text": "slow", "delay_s": 30}]) as h:
         task = asyncio.create_task(h.controller.run("go"))
-        await asyncio.sleep(0.3)
+        await until(lambda: len(h.server.requests) == 1)  # the slow call is in flight
         h.controller.stop("user pressed stop")
         result = await asyncio.wait_for(task, 5)
     assert (result.status, result.exit_code) == ("interrupted", 130)
@@ -279,11 +282,12 @@ async def test_stop_cancels_a_slow_llm_call(tmp_path: Path) -> None:
 
 
 async def test_stop_interrupts_the_running_command(tmp_path: Path) -> None:
-    async with harness(tmp_path, [bash("sleep 30; touch late"), finish()]) as h:
+    async with harness(tmp_path, [bash("echo started; sleep 30; touch late"), finish()]) as h:
         h.controller.config.sandbox.soft_timeout_s = 25
+        seen: list[StreamEvent] = []
+        h.controller.subscribe_output(seen.append)
         task = asyncio.create_task(h.controller.run("go"))
-        await until(lambda: kinds(h.controller.events, ActionEvent))
-        await asyncio.sleep(0.5)
+        await until(lambda: any("started" in e.data for e in seen if e.kind == "output"))
         h.controller.stop("user pressed stop")
         result = await asyncio.wait_for(task, 10)
         assert result.status == "interrupted"
@@ -296,8 +300,9 @@ async def test_sandbox_lost_for_good(tmp_path: Path) -> None:
     async with harness(tmp_path, [bash("echo hi"), finish()]) as h:
         h.runtime.max_restarts = 0
         assert h.runtime.pid is not None
+        server = psutil.Process(h.runtime.pid)
         os.kill(h.runtime.pid, signal.SIGKILL)
-        await asyncio.sleep(0.2)
+        await until(lambda: not server.is_running() or server.status() == psutil.STATUS_ZOMBIE)
         result = await h.controller.run("go")
     assert (result.status, result.exit_code) == ("sandbox_error", 8)
     assert kinds(h.controller.events, ErrorEvent)[0].error_kind == "sandbox"
@@ -339,8 +344,11 @@ async def test_output_that_trails_the_last_result_still_reaches_the_pane(tmp_pat
 async def test_events_are_json_round_trippable(tmp_path: Path) -> None:
     async with harness(tmp_path, seed_script) as h:
         await h.controller.run("write a bash script that prints hi")
-    for line in h.session.path.read_text().splitlines()[1:]:
-        assert json.loads(line)["kind"]
+    lines = h.session.path.read_text().splitlines()[1:]
+    parsed = [parse_event(line) for line in lines]
+    assert [json.loads(event_to_json(event)) for event in parsed] == [json.loads(x) for x in lines]
+    assert parsed == h.controller.events  # what was lived is what is read back
+    assert {type(event).__name__ for event in parsed} >= {"ActionEvent", "ObservationEvent"}
 
 
 async def test_missing_or_repeated_call_ids_are_made_unique(tmp_path: Path) -> None:

@@ -139,7 +139,6 @@ def _kill_a_real_run(tmp_path: Path) -> tuple[str, Path]:
             while b'"kind":"action"' not in log.read_bytes():
                 assert time.monotonic() < deadline, "the action never reached the log"
                 time.sleep(0.05)
-            time.sleep(0.5)
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait(10)
