@@ -500,6 +500,7 @@ class Controller(EventHub):
                 cause=event.id,
                 risk=verdict.risk,
                 reason=verdict.reason or verdict.rule,
+                always_ask=verdict.always_ask,
             )
             self._emit(request)
             self._set_state("awaiting_confirmation")

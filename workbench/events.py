@@ -183,6 +183,9 @@ class ConfirmationRequestEvent(_Event):
     cause: int
     risk: RiskLevel
     reason: str
+    always_ask: tuple[str, ...] = ()
+    """The reasons no rule may approve it by pattern ("always allow" is not offered for it:
+    `security.risk.ALWAYS_ASK`); empty when a rule may."""
 
 
 class ConfirmationDecisionEvent(_Event):

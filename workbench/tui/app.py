@@ -647,7 +647,8 @@ class WorkbenchApp(App[int]):
                 return
             panel.hide()
             self.query_one(PromptInput).focus()
-            work = backend.answer(cause, "always", choice.rules, choice.target)
+            answer = "always" if choice.target is not None else "session"
+            work = backend.answer(cause, answer, choice.rules, choice.target)
             self._background(work, "answer")
 
         screen = AllowRuleScreen(offer, lambda rules: backend.allow_rule_errors(cause, rules))
