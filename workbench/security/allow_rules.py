@@ -139,6 +139,7 @@ _ASKED_FOR: dict[Category, str] = {
     "publishing": "publish or upload",
     "remote_code": "run code that cannot be read before it runs",
     "hidden_code": "run code that cannot be read before it runs",
+    "escalation": "run outside the sandbox",
     "unclassified": "are HIGH risk in a way no rule may cover",
 }
 

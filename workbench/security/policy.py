@@ -23,7 +23,10 @@ persistence, publishing, unreadable code): only a rule naming the exact text doe
 actions (a signal, a container on the host) a pattern may approve (what the TUI's "always
 allow" offers is in `allow_rules.py`).
 An action no rule can name (`set_env`, set by the person or read from a log being re-run) is
-still judged by its tool: when that says more than LOW, `security.confirmation` decides."""
+still judged by its tool: when that says more than LOW, `security.confirmation` decides.
+An escalation (a command run outside the sandbox, `tools/host_run.py`) is always asked: a deny
+rule still rejects it, but no allow rule approves it, whatever `confirmation` says; headless,
+`escalation_decision` refuses it unless `security.allow_escalation` (`--allow-escalation`)."""
 
 from __future__ import annotations
 
@@ -220,6 +223,9 @@ def check(
     if denied is not None:
         reject = Decision("reject", f"deny:{denied}", f"matches the deny rule {denied!r}")
         return PolicyCheck(risk, reasons, False, reject.rule, found.always_ask(), reject)
+    if REGISTRY.for_action(action).escalates:  # outside the sandbox: a person, every time
+        rule = "escalation (runs outside the sandbox: always asked)"
+        return PolicyCheck(risk, reasons, True, rule, found.always_ask())
     asked = denied_by(config.ask, action)
     if asked is not None:
         why = f"matches the ask rule {asked!r}"
@@ -258,6 +264,22 @@ def check(
         rule = f"confirmation=risky (risk {risk} >= {config.risk_threshold})"
         return PolicyCheck(risk, reasons, True, rule, always)
     return PolicyCheck(risk, reasons, False, f"confirmation={policy}", always)
+
+
+def escalation_decision(action: AnyAction, config: SecurityConfig) -> Decision | None:
+    """Headless, for a command that would run outside the sandbox: refused (or stopped, with
+    `--on-confirm stop`) unless `--allow-escalation` lets `--on-confirm` decide; None for any
+    other action, and for an escalation `--on-confirm` may decide."""
+    if not REGISTRY.for_action(action).escalates or config.allow_escalation:
+        return None
+    if config.headless_on_confirm == "stop":
+        return headless_decision("stop")
+    return Decision(
+        "reject",
+        "headless:escalation",
+        "rejected: running a command outside the sandbox needs a person's yes, and this "
+        "headless run was not started with --allow-escalation",
+    )
 
 
 def headless_decision(verdict: Verdict) -> Decision:

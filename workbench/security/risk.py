@@ -25,6 +25,7 @@ Category = Literal[
     "install",
     "git_discard",
     "incomplete",
+    "escalation",
     "unclassified",
 ]
 """What kind of danger a finding is: each reason the analyzer gives carries one."""
@@ -38,13 +39,14 @@ ALWAYS_ASK: frozenset[Category] = frozenset(
         "publishing",
         "remote_code",
         "hidden_code",
+        "escalation",
     }
 )
 """Kinds of finding that no rule with a wildcard may approve and "always allow" never offers a
 rule for: deleting or writing outside the workspace or a protected path, credentials,
 privilege, persistence, publishing, and code that cannot be read before it runs (downloaded,
-piped in, built at run time: it could do any of these). A HIGH finding nobody classified
-counts as one of them."""
+piped in, built at run time: it could do any of these), and running outside the sandbox
+(escalation). A HIGH finding nobody classified counts as one of them."""
 
 
 def higher(a: RiskLevel, b: RiskLevel | None) -> RiskLevel:
