@@ -630,6 +630,9 @@ class WorkbenchApp(App[int]):
         backend = self.backend
         offer = backend.allow_offer(cause) if backend is not None else None
         if backend is None or offer is None:
+            if panel.request is not None and panel.request.always_ask:  # not waiting yet
+                why = "; ".join(panel.request.always_ask)
+                self.notify(f"No rule offered: asked every time ({why}).", markup=False)
             return
         if not offer.rules:
             self.notify(
