@@ -99,6 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("approve", "reject", "stop"),
         help="headless: what to do with an action that needs confirmation (default: reject)",
     )
+    parser.add_argument(
+        "--allow-escalation",
+        action="store_true",
+        default=None,
+        help="headless: let --on-confirm approve a command the agent asks to run outside the "
+        "sandbox, on this machine (escalation); without it every such request is refused "
+        "(config: security.allow_escalation)",
+    )
     again = parser.add_mutually_exclusive_group()
     again.add_argument(
         "--resume",
@@ -176,6 +184,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
         "agent.max_iterations": args.max_iterations,
         "budget.max_cost_usd": args.max_budget,
         "security.headless_on_confirm": args.on_confirm,
+        "security.allow_escalation": args.allow_escalation,
     }
 
 

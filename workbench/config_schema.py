@@ -253,6 +253,10 @@ class SecurityConfig(Section):
     """The lowest risk that needs confirmation under the "risky" policy."""
     headless_on_confirm: HeadlessOnConfirm = "reject"
     """Headless, with no one to ask: "approve", "reject" (and tell the agent) or "stop"."""
+    allow_escalation: bool = False
+    """Headless: let `headless_on_confirm = "approve"` approve a command the agent asks to run
+    outside the sandbox (escalation). Without it headless refuses every one; the TUI always
+    asks the person, and no allow rule ever approves one."""
     allow: list[str] = Field(default_factory=list)
     """Rules for actions that run without asking (saved by "always allow" in the TUI): globs,
     optionally for one kind only ("run:git status*", "edit:/work/*", "ipython:*", "browse:*").

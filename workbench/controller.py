@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox.runtimes.base import Runtime, SandboxError
@@ -48,7 +50,7 @@ from workbench.events import (
     RejectedObservation,
 )
 from workbench.exit_codes import RunResult, Status
-from workbench.security.policy import Decision, check, headless_decision
+from workbench.security.policy import Decision, check, escalation_decision, headless_decision
 from workbench.security.refusal import refusal_text
 from workbench.session_log import SessionLog, SessionLogWriteError
 from workbench.stuck import Step, StuckDetector
@@ -121,7 +123,8 @@ class Controller(EventHub):
         self.system = system_prompt(
             self.workspace, self.tools, instructions.text if instructions else "", world
         )
-        self._tool_context = ToolContext(runtime, self.workspace)
+        host = Path(config.sandbox.workspace or os.getcwd()).expanduser().resolve()
+        self._tool_context = ToolContext(runtime, self.workspace, host_workspace=str(host))
         # The conversation sent to the LLM, grown with the events instead of remade each step.
         self._messages = MessageBuilder(
             self.system, config.agent.max_observation_chars, scrub=session.scrub
@@ -500,6 +503,7 @@ class Controller(EventHub):
                 cause=event.id,
                 risk=verdict.risk,
                 reason=verdict.reason or verdict.rule,
+                always_ask=verdict.always_ask,
             )
             self._emit(request)
             self._set_state("awaiting_confirmation")
@@ -543,6 +547,9 @@ class Controller(EventHub):
 
     async def _ask(self, event: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
         if self.confirm is None:
+            escalation = escalation_decision(event.action, self.config.security)
+            if escalation is not None:
+                return escalation
             return headless_decision(self.config.security.headless_on_confirm)
         return await self.confirm(event, request)
 

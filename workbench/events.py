@@ -66,6 +66,29 @@ class FinishAction(_Frozen):
     outcome: Literal["success", "gave_up"] = "success"
 
 
+class HostRunAction(_Frozen):
+    """Escalation: one shell command the agent asks to run outside the sandbox, on the host,
+    with why; it always needs a person's yes (`tools/host_run.py`)."""
+
+    kind: Literal["host_run"] = "host_run"
+    command: str
+    justification: str
+    timeout: float | None = None
+    """Hard limit in seconds (default `tools.host_run.DEFAULT_TIMEOUT_S`)."""
+
+
+class HostRunObservation(_Frozen):
+    """What an escalated command printed on the host, and how it ended."""
+
+    kind: Literal["host_run"] = "host_run"
+    command: str
+    content: str
+    exit_code: int
+    """-1 when it was killed at its time limit."""
+    cwd: str
+    timed_out: bool = False
+
+
 class ToolCallAction(_Frozen):
     """A call to a tool registered at run time: the tool's name and its checked arguments."""
 
@@ -107,7 +130,8 @@ AnyAction = Annotated[
     | BrowseAction
     | ThinkAction
     | FinishAction
-    | ToolCallAction,
+    | ToolCallAction
+    | HostRunAction,
     Field(discriminator="kind"),
 ]
 
@@ -120,7 +144,8 @@ AnyObservation = Annotated[
     | ErrorObservation
     | ThinkObservation
     | RejectedObservation
-    | ToolResultObservation,
+    | ToolResultObservation
+    | HostRunObservation,
     Field(discriminator="kind"),
 ]
 
@@ -183,6 +208,9 @@ class ConfirmationRequestEvent(_Event):
     cause: int
     risk: RiskLevel
     reason: str
+    always_ask: tuple[str, ...] = ()
+    """The reasons no rule may approve it by pattern ("always allow" is not offered for it:
+    `security.risk.ALWAYS_ASK`); empty when a rule may."""
 
 
 class ConfirmationDecisionEvent(_Event):

@@ -2,8 +2,8 @@
 
 The person presses a on a confirmation, sees the rule proposed for it, tries a rule that is too
 broad (refused, with why), saves the general one to the project's config file (its comments
-kept), and the next action like it runs without asking, in this session and the next. A
-HIGH-risk action is offered no rule at all.
+kept), and the next action like it runs without asking, in this session and the next. An
+action that must always be asked about (publishing) is offered no rule at all.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ SCRIPT = {
     "steps": [
         _bash("git status --short"),
         _bash("git status"),
-        _bash("rm -rf ./junk"),
+        _bash("git push origin main"),
         {"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]},
     ],
     "default": {"text": "nothing more"},
@@ -96,7 +96,7 @@ async def test_always_allow_saves_a_general_rule_to_the_project(tmp_path: Path) 
             screen = app.screen
             assert isinstance(screen, AllowRuleScreen)
             rules = screen.query_one("#allow-rules", TextArea)
-            assert rules.text == "run:git status*"
+            assert rules.text == "run:git status *"
             assert screen.offer.targets[0] == ("this project", project_file)
             # Too broad: refused with why, and the screen stays.
             rules.load_text("run:*")
@@ -106,8 +106,8 @@ async def test_always_allow_saves_a_general_rule_to_the_project(tmp_path: Path) 
             rules.load_text("run:git status*")
             await pilot.press("ctrl+s")
             await _until(pilot, lambda: not isinstance(app.screen, AllowRuleScreen), "saving")
-            # The second `git status` runs without asking; `rm -rf` is offered no rule.
-            await _until(pilot, lambda: len(_requests(app)) == 2, "the rm -rf confirmation")
+            # The second `git status` runs without asking; `git push` is offered no rule.
+            await _until(pilot, lambda: len(_requests(app)) == 2, "the git push confirmation")
             await _until(pilot, lambda: panel.request is not None, "the panel")
             await pilot.press("a")
             await pilot.pause(0.2)

@@ -31,6 +31,7 @@ from workbench.events import (
     AgentErrorEvent,
     Event,
     FinishAction,
+    HostRunAction,
     LLMCallEvent,
     MessageEvent,
     ObservationEvent,
@@ -72,13 +73,32 @@ def test_tool_set_follows_config() -> None:
 def test_execute_bash_schema_is_exactly_the_seed_contract() -> None:
     bash = next(t for t in schemas(TOOLS) if t["function"]["name"] == "execute_bash")["function"]
     params = bash["parameters"]
-    assert set(params["properties"]) == {"command", "is_input", "timeout", "security_risk"}
+    assert set(params["properties"]) == {
+        "command",
+        "is_input",
+        "timeout",
+        "security_risk",
+        # Escalation (issue 22): one command outside the sandbox, asked every time.
+        "escalate",
+        "justification",
+    }
+    assert params["properties"]["escalate"]["type"] == "boolean"
     assert params["properties"]["is_input"]["enum"] == ["true", "false"]
     assert params["properties"]["timeout"]["type"] == "number"
     assert params["properties"]["security_risk"]["enum"] == ["LOW", "MEDIUM", "HIGH"]
     assert set(params["required"]) == {"command", "security_risk"}
     for tool in schemas(TOOLS):
         assert len(tool["function"]["description"]) > 40
+
+
+def test_an_escalating_call_becomes_a_host_run_and_needs_a_justification() -> None:
+    args = {"command": "ls ~", "escalate": "true", "security_risk": "LOW"}
+    with pytest.raises(ToolCallError, match="needs a 'justification'"):
+        _call("execute_bash", args)
+    action = _call("execute_bash", {**args, "justification": "my home folder"})
+    assert action == HostRunAction(command="ls ~", justification="my home folder")
+    plain = _call("execute_bash", {**args, "escalate": False, "justification": "x"})
+    assert isinstance(plain, CmdRunAction)
 
 
 def test_valid_calls_become_actions() -> None:

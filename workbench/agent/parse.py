@@ -122,5 +122,5 @@ def parse_tool_call(
         raise ToolCallError(
             f"argument 'security_risk' of {name} must be one of LOW, MEDIUM, HIGH; got {risk!r}."
         )
-    action: AnyAction = tool.parse(args, ParseOptions(soft_timeout=soft_timeout))
+    action: AnyAction = tool.parse_call(args, ParseOptions(soft_timeout=soft_timeout))
     return ParsedCall(action=action, security_risk=risk if tool.declares_risk else None)

@@ -55,6 +55,7 @@ def sandbox_world(config: Config, runtime: Any, limits: str | None = None) -> st
         "* A refused action says why and what you can do instead: do not repeat it; take "
         "another way or ask the person."
     )
+    lines.append(_escalation(config))
     return "\n".join(lines)
 
 
@@ -77,3 +78,16 @@ def _packages_line(kind: str, runtime: Any) -> str:
         "install with `pip install ...` (not `--user`, not sudo) and both the shell and the "
         "kernel see it. Other tools in $HOME last for this session only."
     )
+
+
+def _escalation(config: Config) -> str:
+    """The line on running one command outside the sandbox (`tools/host_run.py`)."""
+    line = (
+        "* Escalation: when a command truly cannot work in the sandbox, execute_bash with "
+        "escalate=true and a justification asks the person to run it OUTSIDE the sandbox, on "
+        "their machine, in the workspace folder. It is asked every time and no rule approves "
+        "it; use it rarely, never to get around a refusal."
+    )
+    if not config.security.allow_escalation:
+        line += " In a run with nobody to ask (headless) it is refused."
+    return line

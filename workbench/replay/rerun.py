@@ -33,7 +33,7 @@ from workbench.events import (
 )
 from workbench.replay.normalise import normalise
 from workbench.replay.recording import Recording, in_steps
-from workbench.security.policy import Decision, check, headless_decision
+from workbench.security.policy import Decision, check, escalation_decision, headless_decision
 from workbench.security.refusal import refusal_text
 from workbench.tools.base import ToolContext
 from workbench.tools.registry import REGISTRY
@@ -169,11 +169,17 @@ class Rerunner:
         decision = verdict.decision
         if decision is None and verdict.needs_confirmation:
             if self.confirm is None:
-                decision = headless_decision(self.config.security.headless_on_confirm)
+                decision = escalation_decision(action, self.config.security) or headless_decision(
+                    self.config.security.headless_on_confirm
+                )
             else:
                 reason = verdict.reason or verdict.rule
                 request = ConfirmationRequestEvent(
-                    id=next(self._ids), cause=event.id, risk=verdict.risk, reason=reason
+                    id=next(self._ids),
+                    cause=event.id,
+                    risk=verdict.risk,
+                    reason=reason,
+                    always_ask=verdict.always_ask,
                 )
                 decision = await self.confirm(event, request)
         if decision is not None and not decision.approved:

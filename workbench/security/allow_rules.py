@@ -1,16 +1,22 @@
 """What "always allow" proposes for an approved action: general rules, never a blank cheque.
 
-A shell line gets one rule per command it runs that no allow rule covers yet, each as general
-as is safe: `npm test -- -x` gives `run:npm test*` (the tool and its subcommand),
-`python3 tools/gen.py --fast` gives `run:python3 tools/gen.py*` (an interpreter and its script),
-`ls -la src` gives `run:ls*`. Never broader than the program and its subcommand: `git -C /x
-status` or a bare `npm` gets the exact command, and so does any command naming a path outside
-the workspace (`cat /etc/hosts`, `--git-dir=/x`). Commands whose everyday use changes or removes
-things (`rm`, `mv`, `chmod`, `kill`, ...), shells, wrappers and network tools get a rule for
-exactly that command.
+A shell line gets one rule per command it runs that no allow rule covers yet (a pipeline and
+`&&` give several), each as general as is safe: `pip install --dry-run requests 2>&1` gives
+`run:pip install *` (the tool and its subcommand, then ` *` for what follows),
+`python3 tools/gen.py --fast` gives `run:python3 tools/gen.py *` (an interpreter and its script),
+`ls -la src` gives `run:ls *`; a command with nothing after them gets `*` alone (`npm test*`).
+Never broader than the program and its subcommand: `git -C /x status` or a bare `npm` gets the
+exact command, and so does any command naming a path outside the workspace (`cat /etc/hosts`,
+`--git-dir=/x`). Commands whose everyday use changes or removes things (`rm`, `mv`, `chmod`,
+`kill`, ...), shells, wrappers and network tools get a rule for exactly that command. A line
+with a substitution or a part that does not parse gets only its exact text.
 An editor action gets its folder (`edit:/ws/src/*`), a browser visit its site, other tools the
-exact text. An action the analyzer rates HIGH gets no rule at all: it is approved one at a time.
-The person may edit the rules; `rule_errors` says what is wrong with an edited one.
+exact text. Rules are offered at every risk level except for an action with a finding that must
+always be asked about (`risk.ALWAYS_ASK`: deleting or writing outside the workspace or a
+protected path, credentials, privilege, persistence, publishing, code that cannot be read
+before it runs): that one is approved one at a time.
+The person may edit the rules; `rule_errors` says what is wrong with an edited one, and which
+part of the action a rule fails to match (`rule_mismatch.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from workbench.config_schema import SecurityConfig
 from workbench.events import AnyAction
 from workbench.security.paths import inside, outside_workspace, resolve
 from workbench.security.policy import allowed_by, assess, subject_of
+from workbench.security.risk import Assessment, Category
+from workbench.security.rule_mismatch import mismatch
 from workbench.security.shell import DYNAMIC, Command, parse
 from workbench.tools.registry import REGISTRY
 
@@ -119,7 +127,31 @@ class AllowProposal:
 
     rules: tuple[str, ...]
     refused: str = ""
-    """Why no rule is offered (the action is HIGH risk, ...); empty when rules are offered."""
+    """Why no rule is offered (it must always be asked about, ...); empty when offered."""
+
+
+_ASKED_FOR: dict[Category, str] = {
+    "outside": "delete or write outside the workspace",
+    "protected": "change protected paths",
+    "credentials": "touch credentials",
+    "privilege": "gain privileges",
+    "persistence": "make things run later (persistence)",
+    "publishing": "publish or upload",
+    "remote_code": "run code that cannot be read before it runs",
+    "hidden_code": "run code that cannot be read before it runs",
+    "escalation": "run outside the sandbox",
+    "unclassified": "are HIGH risk in a way no rule may cover",
+}
+
+
+def always_asked(found: Assessment) -> str:
+    """Why no rule may approve actions like `found`'s (empty: a rule may)."""
+    reasons = found.always_ask()
+    if not reasons:
+        return ""
+    kinds = [kind for _, reason, kind in found.kinds() if reason in reasons]
+    what = " or ".join(dict.fromkeys(_ASKED_FOR.get(kind, kind) for kind in kinds))
+    return f"actions that {what} are asked about every time ({'; '.join(reasons)})"
 
 
 def escape(text: str) -> str:
@@ -131,9 +163,9 @@ def propose(action: AnyAction, config: SecurityConfig, workspace: str) -> AllowP
     """The allow rules that would let `action`, and actions like it, run without asking."""
     subject = subject_of(action)
     found = assess(action, workspace)
-    if found.level == "HIGH":
-        why = "; ".join(found.reasons) or "HIGH risk"
-        return AllowProposal((), f"HIGH-risk actions are approved one at a time ({why})")
+    why = always_asked(found)
+    if why:
+        return AllowProposal((), why)
     if subject is None:
         return AllowProposal((), "no rule can name this action (it is judged by its tool alone)")
     exact = f"{subject.kind}:{escape(subject.text.strip())}"
@@ -165,10 +197,14 @@ def rule_errors(
                 f"{rule!r} would allow every {kind} action; set security.confirmation "
                 '= "never" instead if that is what you want'
             )
+    subject = subject_of(action)
     if not errors and not allowed_by([*config.allow, *rules], action):
         errors.append("these rules do not match the action being approved")
-    if not errors and assess(action, workspace).level == "HIGH":
-        errors.append("HIGH-risk actions are approved one at a time")
+        if subject is not None:
+            errors += mismatch([*config.allow, *rules], subject)
+    why = always_asked(assess(action, workspace))
+    if not errors and why:
+        errors.append(why)
     return errors
 
 
@@ -210,7 +246,7 @@ def _command_pattern(command: Command, workspace: str, cwd: str | None) -> str:
     it names a path outside the workspace."""
     words = command.words
     exact = escape(command.text.strip())
-    if not words or command.redirects or any(DYNAMIC in word for word in words):
+    if not words or any(DYNAMIC in word for word in words):
         return exact
     name = posixpath.basename(words[0])
     if name in EXACT_ONLY or any(_outside(word, workspace, cwd) for word in words[1:]):
@@ -230,7 +266,8 @@ def _command_pattern(command: Command, workspace: str, cwd: str | None) -> str:
             return exact  # inline code (-c, -e) or nothing to tell it by
     if any(_NEEDS_QUOTES.search(word) for word in head):
         return exact
-    return escape(" ".join(head)) + "*"
+    more = len(words) > len(head) or command.redirects
+    return escape(" ".join(head)) + (" *" if more else "*")
 
 
 def _outside(word: str, workspace: str, cwd: str | None) -> bool:

@@ -59,7 +59,8 @@ class _Analysis:
             line = replace(line, errors=False)
         judge_line(line, self.workspace, self, findings, depth)
         if why is not None:
-            findings.add("LOW", f"the command is incomplete, so the shell will not run it ({why})")
+            why = f"the command is incomplete, so the shell will not run it ({why})"
+            findings.add("LOW", why, "incomplete")
 
     def python(self, code: str, findings: Findings, depth: int) -> None:
         """Judge Python code."""
@@ -96,7 +97,7 @@ def _assess(judge: Callable[[Findings], None]) -> Assessment:
     try:
         judge(findings)
     except RecursionError:
-        findings.add("HIGH", _TOO_DEEP)
+        findings.add("HIGH", _TOO_DEEP, "hidden_code")
     return findings.assessment()
 
 
@@ -108,11 +109,11 @@ def analyze_path_edit(path: str, workspace: str) -> Assessment:
         return Assessment("LOW")
     what = paths.protected(full, workspace)
     if what is not None:
-        return Assessment("HIGH", (paths.protected_reason("edits", path, what),))
+        return Assessment("HIGH", (paths.protected_reason("edits", path, what),), ("protected",))
     if paths.persistence(full):
-        return Assessment("HIGH", (f"edits {path}, {paths.PERSISTS}",))
+        return Assessment("HIGH", (f"edits {path}, {paths.PERSISTS}",), ("persistence",))
     if not paths.inside(full, workspace):
-        return Assessment("HIGH", (f"edits {path}, outside the workspace",))
+        return Assessment("HIGH", (f"edits {path}, outside the workspace",), ("outside",))
     return Assessment("LOW")
 
 

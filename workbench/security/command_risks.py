@@ -14,6 +14,7 @@ from workbench.security.commands import (
     interpreter,
     is_option,
 )
+from workbench.security.risk import Category
 
 _PUBLISH = {
     "npm": ("publish",),
@@ -100,48 +101,57 @@ def _pip_like(base: str, args: list[str]) -> tuple[str, list[str]]:
     return base, args
 
 
-def simple_risks(base: str, args: list[str]) -> list[tuple[RiskLevel, str]]:
-    """The risks the command's name and arguments tell by themselves."""
-    found: list[tuple[RiskLevel, str]] = []
+Risk = tuple[RiskLevel, str, Category]
+
+
+def simple_risks(base: str, args: list[str]) -> list[Risk]:
+    """The risks the command's name and arguments tell by themselves, each with its kind."""
+    found: list[Risk] = []
     plain = [a for a in args if not is_option(a)]
     first = plain[0] if plain else ""
     if base == "git":
         sub, rest = git_subcommand(args)
         if sub == "push":
-            found.append(("HIGH", "publishes with git push"))
+            found.append(("HIGH", "publishes with git push", "publishing"))
         elif (sub == "reset" and "--hard" in rest) or (
             sub == "clean" and any(in_cluster(a, "f") or a == "--force" for a in rest)
         ):
-            found.append(("MEDIUM", "discards work in git"))
+            found.append(("MEDIUM", "discards work in git", "git_discard"))
     if first in _PUBLISH.get(base, ()) or (base == "gh" and plain[:2] == ["release", "create"]):
-        found.append(("HIGH", f"publishes to the outside world ({base} {first})"))
+        found.append(("HIGH", f"publishes to the outside world ({base} {first})", "publishing"))
     if base in ("kill", "pkill", "killall", "killall5", "skill", "tkill") and not _own_jobs(args):
-        found.append(("HIGH", f"sends a signal to processes it may not own ({base})"))
+        found.append(("HIGH", f"sends a signal to processes it may not own ({base})", "signal"))
     if base == "fuser" and any(in_cluster(a, "k") for a in args):
-        found.append(("HIGH", "kills the processes using a file (fuser -k)"))
+        found.append(("HIGH", "kills the processes using a file (fuser -k)", "signal"))
     found += _host_risks(base, args, first)
     if base in RAW_NETWORK:
-        found.append(("HIGH", f"opens a raw network connection ({base})"))
+        found.append(("HIGH", f"opens a raw network connection ({base})", "network"))
     elif base in ("ssh", "sftp", "mosh"):
-        found.append(("HIGH", f"connects to another machine ({base})"))
+        found.append(("HIGH", f"connects to another machine ({base})", "network"))
     if base in ("aws", "gsutil", "rclone", "azcopy") and _cloud_upload(args):
-        found.append(("HIGH", f"uploads files to cloud storage ({base})"))
+        found.append(("HIGH", f"uploads files to cloud storage ({base})", "publishing"))
     if base == "crontab" and not any(a in ("-l", "--list") for a in args):
-        found.append(("HIGH", "changes scheduled jobs (crontab)"))
+        found.append(("HIGH", "changes scheduled jobs (crontab)", "persistence"))
     if base in _PERSIST_COMMANDS:
-        found.append(("HIGH", _PERSIST_COMMANDS[base]))
+        found.append(("HIGH", _PERSIST_COMMANDS[base], "persistence"))
     if base == "ps" and _ps_shows_environment(args):
-        found.append(("HIGH", "reads other processes' environments, which hold secrets (ps e)"))
+        found.append(
+            (
+                "HIGH",
+                "reads other processes' environments, which hold secrets (ps e)",
+                "credentials",
+            )
+        )
     if base in ("gpg", "gpg2") and any(a.startswith("--export-secret") for a in args):
-        found.append(("HIGH", "reads credentials (gpg --export-secret-keys)"))
+        found.append(("HIGH", "reads credentials (gpg --export-secret-keys)", "credentials"))
     if base in ("npx", "pnpx", "bunx", "uvx") or (base in ("npm", "pnpm") and first == "exec"):
-        found.append(("MEDIUM", f"downloads and runs a package ({base})"))
+        found.append(("MEDIUM", f"downloads and runs a package ({base})", "install"))
     manager, rest = _pip_like(base, args)
     verbs = _INSTALL.get(manager, ())
     if any(a in verbs for a in (rest if manager in ("dpkg", "rpm", "pacman") else rest[:2])) or (
         manager in ("yarn", "bun") and not rest
     ):
-        found.append(("MEDIUM", f"installs packages ({manager})"))
+        found.append(("MEDIUM", f"installs packages ({manager})", "install"))
     return found
 
 
@@ -189,39 +199,49 @@ def _own_jobs(args: list[str]) -> bool:
     return bool(targets) and all(t.startswith("%") or t == "$!" for t in targets)
 
 
-def _host_risks(base: str, args: list[str], first: str) -> list[tuple[RiskLevel, str]]:
+def _host_risks(base: str, args: list[str], first: str) -> list[Risk]:
     if base in _HOST_COMMANDS or base.startswith("mkfs"):
         if base == "sysctl" and not any(a == "-w" or "=" in a for a in args):
             return []
-        return [("HIGH", f"changes the host system ({base})")]
+        return [("HIGH", f"changes the host system ({base})", "host")]
     if base in ("docker", "podman", "nerdctl"):
         if first in ("run", "create") and any(_DOCKER_RISKY_FLAGS.match(a) for a in args):
-            return [("HIGH", f"starts a container with rights on the host ({base} {first})")]
+            return [
+                (
+                    "HIGH",
+                    f"starts a container with rights on the host ({base} {first})",
+                    "privilege",
+                )
+            ]
         if first in ("run", "create") and any(
             re.match(r"^/(:|$)|^/var/run/docker", a) for a in args
         ):
-            return [("HIGH", f"mounts the host's root or Docker socket ({base} {first})")]
+            return [
+                ("HIGH", f"mounts the host's root or Docker socket ({base} {first})", "privilege")
+            ]
         groups = ("container", "image", "volume", "system", "network")
         if first in _DOCKER_HOST or (
             first in groups and any(a in ("rm", "prune", "kill", "stop") for a in args)
         ):
-            return [("HIGH", f"changes containers on the host ({base} {first})")]
+            return [("HIGH", f"changes containers on the host ({base} {first})", "host")]
     if base == "systemctl":
         verbs = set(args)
         if verbs & {"enable", "link", "edit", "preset", "add-wants"}:
-            return [("HIGH", "installs a service that starts later (systemctl enable)")]
+            return [
+                ("HIGH", "installs a service that starts later (systemctl enable)", "persistence")
+            ]
         if verbs & _SYSTEMCTL_CHANGES:
-            return [("HIGH", "controls services of the host (systemctl)")]
+            return [("HIGH", "controls services of the host (systemctl)", "host")]
     if base == "service" and len(args) > 1 and args[1] != "status":
-        return [("HIGH", "controls services of the host (service)")]
+        return [("HIGH", "controls services of the host (service)", "host")]
     if base in ("init",) and first in ("0", "6", "1"):
-        return [("HIGH", "changes the host's run level (init)")]
+        return [("HIGH", "changes the host's run level (init)", "host")]
     if base == "ip" and any(a in ("add", "del", "delete", "set", "flush", "change") for a in args):
-        return [("HIGH", "changes the host's network (ip)")]
+        return [("HIGH", "changes the host's network (ip)", "host")]
     if base == "hostname" and first:
-        return [("HIGH", "renames the host")]
+        return [("HIGH", "renames the host", "host")]
     if base == "launchctl" and first in ("load", "bootstrap", "enable", "submit"):
-        return [("HIGH", "installs a service that starts later (launchctl)")]
+        return [("HIGH", "installs a service that starts later (launchctl)", "persistence")]
     return []
 
 

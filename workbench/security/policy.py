@@ -17,10 +17,16 @@ backticks and `<( )` too; as written or after quote removal, so `r''m -rf ~` is 
 rejects the line; allow rules let it through only when every command is allowed, so
 `run:git status*` does not let a chained command ride along. A line with a substitution, or
 with a part that does not parse, is allowed only by a rule without wildcards that matches it
-exactly. A rule with wildcards never approves an action the analyzer rates HIGH: only a rule
-naming the exact text does (what the TUI's "always allow" offers is in `allow_rules.py`).
+exactly. A rule with wildcards never approves an action with a finding that must always be
+asked about (`risk.ALWAYS_ASK`: outside the workspace, protected paths, credentials, privilege,
+persistence, publishing, unreadable code): only a rule naming the exact text does; other HIGH
+actions (a signal, a container on the host) a pattern may approve (what the TUI's "always
+allow" offers is in `allow_rules.py`).
 An action no rule can name (`set_env`, set by the person or read from a log being re-run) is
-still judged by its tool: when that says more than LOW, `security.confirmation` decides."""
+still judged by its tool: when that says more than LOW, `security.confirmation` decides.
+An escalation (a command run outside the sandbox, `tools/host_run.py`) is always asked: a deny
+rule still rejects it, but no allow rule approves it, whatever `confirmation` says; headless,
+`escalation_decision` refuses it unless `security.allow_escalation` (`--allow-escalation`)."""
 
 from __future__ import annotations
 
@@ -64,6 +70,8 @@ class PolicyCheck:
     needs_confirmation: bool
     rule: str
     """The rule or policy that decided, e.g. `deny:rm *` or `confirmation=risky (HIGH)`."""
+    always_ask: tuple[str, ...] = ()
+    """The analyzer's reasons no pattern may approve (`risk.ALWAYS_ASK`); empty: one may."""
     decision: Decision | None = None
     """Set when a rule decided without asking: a deny rule rejects; an allow rule approves an
     action that would otherwise have been asked about."""
@@ -214,15 +222,19 @@ def check(
     denied = denied_by(config.deny, action)
     if denied is not None:
         reject = Decision("reject", f"deny:{denied}", f"matches the deny rule {denied!r}")
-        return PolicyCheck(risk, reasons, False, reject.rule, reject)
+        return PolicyCheck(risk, reasons, False, reject.rule, found.always_ask(), reject)
+    if REGISTRY.for_action(action).escalates:  # outside the sandbox: a person, every time
+        rule = "escalation (runs outside the sandbox: always asked)"
+        return PolicyCheck(risk, reasons, True, rule, found.always_ask())
     asked = denied_by(config.ask, action)
     if asked is not None:
         why = f"matches the ask rule {asked!r}"
-        return PolicyCheck(risk, (*reasons, why), True, f"ask:{asked}")
+        return PolicyCheck(risk, (*reasons, why), True, f"ask:{asked}", found.always_ask())
     policy = config.confirmation
     would_ask = policy == "always" or (policy == "risky" and at_least(risk, config.risk_threshold))
     allowed = allowed_by(config.allow, action)
-    if allowed and found.level == "HIGH" and not all(map(_literal_rule, allowed)):
+    always = found.always_ask()
+    if allowed and always and not all(map(_literal_rule, allowed)):
         # A pattern says "actions like this one"; it does not vouch for one the analyzer finds
         # dangerous (`run:npm test*` must not let `npm test > ~/.bashrc` through).
         exact = allowed_by(list(filter(_literal_rule, config.allow)), action)
@@ -230,7 +242,7 @@ def check(
             names = ", ".join(repr(rule) for rule in allowed if not _literal_rule(rule))
             why = (
                 f"the allow rule {names} is a pattern, and a pattern does not approve a "
-                "HIGH-risk action"
+                "HIGH-risk action of this kind"
             )
             reasons = (*reasons, why)
         allowed = exact
@@ -245,13 +257,29 @@ def check(
         # Recorded only where someone would have been asked: the log then says which rule
         # let a risky action through.
         approve = Decision("approve", rule, why) if would_ask else None
-        return PolicyCheck(risk, reasons, False, rule, approve)
+        return PolicyCheck(risk, reasons, False, rule, always, approve)
     if policy == "always":
-        return PolicyCheck(risk, reasons, True, "confirmation=always")
+        return PolicyCheck(risk, reasons, True, "confirmation=always", always)
     if would_ask:
         rule = f"confirmation=risky (risk {risk} >= {config.risk_threshold})"
-        return PolicyCheck(risk, reasons, True, rule)
-    return PolicyCheck(risk, reasons, False, f"confirmation={policy}")
+        return PolicyCheck(risk, reasons, True, rule, always)
+    return PolicyCheck(risk, reasons, False, f"confirmation={policy}", always)
+
+
+def escalation_decision(action: AnyAction, config: SecurityConfig) -> Decision | None:
+    """Headless, for a command that would run outside the sandbox: refused (or stopped, with
+    `--on-confirm stop`) unless `--allow-escalation` lets `--on-confirm` decide; None for any
+    other action, and for an escalation `--on-confirm` may decide."""
+    if not REGISTRY.for_action(action).escalates or config.allow_escalation:
+        return None
+    if config.headless_on_confirm == "stop":
+        return headless_decision("stop")
+    return Decision(
+        "reject",
+        "headless:escalation",
+        "rejected: running a command outside the sandbox needs a person's yes, and this "
+        "headless run was not started with --allow-escalation",
+    )
 
 
 def headless_decision(verdict: Verdict) -> Decision:

@@ -67,7 +67,7 @@ def judge_python(code: str, workspace: str, judge: Judge, findings: Findings, de
             judge.shell(shell.group(3), findings, depth + 1)
             lines.append(f"{shell.group(1)}pass")
         elif _INSTALL_MAGIC.match(line):
-            findings.add("MEDIUM", "installs packages (%pip install)")
+            findings.add("MEDIUM", "installs packages (%pip install)", "install")
             lines.append(re.sub(r"%.*", "pass", line))
         elif line.lstrip().startswith("%"):
             lines.append(re.sub(r"%.*", "pass", line))
@@ -151,7 +151,7 @@ class _Visitor(ast.NodeVisitor):
             if (full is not None and paths.credential(full)) or re.search(
                 r"/proc/[^/\s]+/(environ|mem)\b|\.ssh/id_|\.aws/credentials", text
             ):
-                self.findings.add("HIGH", f"reads credentials ({text[:80]})")
+                self.findings.add("HIGH", f"reads credentials ({text[:80]})", "credentials")
 
     def visit_Call(self, node: ast.Call) -> None:
         name = self.dotted(node.func) or ""
@@ -168,7 +168,7 @@ class _Visitor(ast.NodeVisitor):
         elif name in _CODE:
             self.code(first, name)
         elif name in _RECURSIVE:
-            self.findings.add("HIGH", "recursive forced delete (shutil.rmtree)")
+            self.findings.add("HIGH", "recursive forced delete (shutil.rmtree)", "delete")
             self.path(first, "deletes")
         elif name in _DELETES or (
             name.startswith("pathlib.Path.") and method in ("unlink", "rmdir")
@@ -192,7 +192,7 @@ class _Visitor(ast.NodeVisitor):
         elif name in _CHANGES:
             self.path(first, f"changes ({name})")
         elif name in _SIGNALS:
-            self.findings.add("HIGH", f"sends a signal to a process ({name})")
+            self.findings.add("HIGH", f"sends a signal to a process ({name})", "signal")
         elif name in ("open", "builtins.open", "io.open", "os.open"):
             self.open_call(node, first)
         elif name.startswith("pathlib.Path.") and method in ("write_text", "write_bytes", "touch"):
@@ -252,16 +252,16 @@ class _Visitor(ast.NodeVisitor):
             return
         what = paths.protected(full, self.workspace)
         if what is not None:
-            self.findings.add("HIGH", paths.protected_reason(verb, text, what))
+            self.findings.add("HIGH", paths.protected_reason(verb, text, what), "protected")
         elif tree and paths.holds_protected(full, self.workspace):
             reason = paths.holds_protected_reason(verb, text, full, self.workspace)
             self.findings.add("HIGH", reason)
         elif only_protected:
             return
         elif paths.persistence(full):
-            self.findings.add("HIGH", f"{verb} {text}, {paths.PERSISTS}")
+            self.findings.add("HIGH", f"{verb} {text}, {paths.PERSISTS}", "persistence")
         elif not paths.inside(full, self.workspace):
-            self.findings.add("HIGH", f"{verb} {text}, outside the workspace")
+            self.findings.add("HIGH", f"{verb} {text}, outside the workspace", "outside")
 
     def fills(self, folder: ast.expr | None, names: tuple[str, ...] | None, verb: str) -> None:
         """Judge writing `names` (None: not known before it runs) into `folder` (None: the

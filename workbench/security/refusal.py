@@ -14,6 +14,11 @@ from workbench.security.policy import Decision, PolicyCheck
 # fragment; at most `_MAX_HINTS` are given, in the order the reasons came).
 _HINTS: tuple[tuple[str, str], ...] = (
     (
+        "outside the sandbox",
+        "do it inside the sandbox if you can; if it truly needs the host, finish and tell the "
+        "person the exact command and why, so they can run it themselves",
+    ),
+    (
         "names it writes are not known",
         "unpack into a new folder of its own (unzip -d DIR, tar -C DIR -xf), look at what it "
         "holds, then move what you need",

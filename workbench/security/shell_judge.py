@@ -18,7 +18,7 @@ from workbench.security import commands as known
 from workbench.security import paths
 from workbench.security.archives import extraction
 from workbench.security.git_risks import git_config, git_overrides, git_risks
-from workbench.security.risk import Findings, Judge
+from workbench.security.risk import Category, Findings, Judge
 from workbench.security.shell import DYNAMIC, Command, Line
 from workbench.security.variables import variable_risks
 
@@ -43,8 +43,8 @@ class _Scope:
     git_dir: bool = False
     """True when the line asks git where its folder is (`$(git rev-parse --git-dir)/config`)."""
 
-    def add(self, level: RiskLevel, reason: str) -> None:
-        self.findings.add(level, reason)
+    def add(self, level: RiskLevel, reason: str, category: Category = "unclassified") -> None:
+        self.findings.add(level, reason, category)
 
     def resolve(self, path: str) -> str | None:
         return paths.resolve(path, self.cwd)
@@ -58,10 +58,16 @@ def judge_line(line: Line, workspace: str, judge: Judge, findings: Findings, dep
         for c in line.commands
     )
     if line.errors:
-        scope.add("HIGH", "parts of the shell line do not parse, so what would run is unclear")
+        scope.add(
+            "HIGH",
+            "parts of the shell line do not parse, so what would run is unclear",
+            "hidden_code",
+        )
     words = [c.words for c in line.commands if c.words]
     if any(map(known.dumps_environment, words)) and any(map(known.uses_network, words)):
-        scope.add("HIGH", "sends the environment, which holds secrets, over the network")
+        scope.add(
+            "HIGH", "sends the environment, which holds secrets, over the network", "credentials"
+        )
     for name, value in line.assignments:
         _variable(name, value, scope)
     for command in line.commands:
@@ -87,7 +93,7 @@ def _variable(name: str, value: str, scope: _Scope) -> None:
 
 def _redirect(op: str, target: str, scope: _Scope) -> None:
     if target.startswith(("/dev/tcp/", "/dev/udp/")):
-        scope.add("HIGH", f"opens a network connection ({shown(target)})")
+        scope.add("HIGH", f"opens a network connection ({shown(target)})", "network")
         return
     if "<" in op and ">" not in op:
         _reads(target, scope)
@@ -99,7 +105,7 @@ def _reads(word: str, scope: _Scope) -> None:
     full = scope.resolve(word) or word.replace(DYNAMIC, "X")
     hit = paths.glob_hits(full, True) if _GLOB.search(full) else None
     if paths.credential(full) or hit:
-        scope.add("HIGH", f"reads credentials ({shown(word)})")
+        scope.add("HIGH", f"reads credentials ({shown(word)})", "credentials")
 
 
 def _writes(
@@ -115,22 +121,24 @@ def _writes(
             what = paths.protected(f"{scope.workspace.rstrip('/')}/.git{tail}", scope.workspace)
         if what is not None:
             reason = f"a path known only when it runs, which may be a protected path ({what})"
-            scope.add("HIGH", f"{verb} {shown(word)}, {reason}: {paths.PROTECTED_WHY}")
+            scope.add("HIGH", f"{verb} {shown(word)}, {reason}: {paths.PROTECTED_WHY}", "protected")
         return
     what = paths.protected(full, scope.workspace)
     if what is not None:
-        scope.add("HIGH", paths.protected_reason(verb, word, what))
+        scope.add("HIGH", paths.protected_reason(verb, word, what), "protected")
         return
     if tree and paths.holds_protected(full, scope.workspace):
-        scope.add("HIGH", paths.holds_protected_reason(verb, word, full, scope.workspace))
+        scope.add(
+            "HIGH", paths.holds_protected_reason(verb, word, full, scope.workspace), "protected"
+        )
         return
     hit = paths.glob_hits(full, False) if _GLOB.search(full) else None
     if paths.persistence(full) or hit:
-        scope.add("HIGH", f"{verb} {word}, {paths.PERSISTS}")
+        scope.add("HIGH", f"{verb} {word}, {paths.PERSISTS}", "persistence")
     elif paths.credential(full):
-        scope.add("HIGH", f"{verb} {word}, which holds credentials")
+        scope.add("HIGH", f"{verb} {word}, which holds credentials", "credentials")
     elif not paths.inside(full, scope.workspace) and not (scratch_ok and paths.scratch(full)):
-        scope.add("HIGH", f"{verb} {word}, outside the workspace")
+        scope.add("HIGH", f"{verb} {word}, outside the workspace", "outside")
 
 
 def _fills(folder: str, names: tuple[str, ...] | None, verb: str, scope: _Scope) -> None:
@@ -141,7 +149,8 @@ def _fills(folder: str, names: tuple[str, ...] | None, verb: str, scope: _Scope)
         return
     if names is None:
         if paths.holds_protected(full, scope.workspace):
-            scope.add("HIGH", paths.unknown_contents_reason(verb, folder, full, scope.workspace))
+            reason = paths.unknown_contents_reason(verb, folder, full, scope.workspace)
+            scope.add("HIGH", reason, "protected")
         else:
             _writes(folder, verb, scope)
         return
@@ -151,11 +160,12 @@ def _fills(folder: str, names: tuple[str, ...] | None, verb: str, scope: _Scope)
 
 def _command(words: list[str], command: Command, scope: _Scope) -> None:
     if scope.depth > known.MAX_DEPTH:
-        scope.add("HIGH", "nests commands too deeply to follow")
+        scope.add("HIGH", "nests commands too deeply to follow", "hidden_code")
         return
     name = words[0]
     if DYNAMIC in name or _GLOB.search(name):
-        scope.add("HIGH", f"runs a command whose name is known only when it runs ({shown(name)})")
+        why = f"runs a command whose name is known only when it runs ({shown(name)})"
+        scope.add("HIGH", why, "hidden_code")
         return
     base = known.base_name(name)
     args = words[1:]
@@ -167,14 +177,14 @@ def _command(words: list[str], command: Command, scope: _Scope) -> None:
     handler = _HANDLERS.get(base) or (_interpreter if known.interpreter(base) else None)
     if handler is not None:
         handler(base, args, command, scope)
-    for level, reason in risks.simple_risks(base, args):
-        scope.add(level, reason)
+    for level, reason, category in risks.simple_risks(base, args):
+        scope.add(level, reason, category)
 
 
 def _run(words: list[str], command: Command, scope: _Scope) -> None:
     """Judge the command a wrapper runs."""
     if scope.wrapped >= known.MAX_WRAPPERS:
-        scope.add("HIGH", "wraps commands in too many others to follow")
+        scope.add("HIGH", "wraps commands in too many others to follow", "hidden_code")
     elif words:
         scope.wrapped += 1
         _command(words, command, scope)
@@ -183,7 +193,7 @@ def _run(words: list[str], command: Command, scope: _Scope) -> None:
 
 def _shell_text(text: str, what: str, scope: _Scope) -> None:
     if DYNAMIC in text:
-        scope.add("HIGH", f"runs shell code known only when it runs ({what})")
+        scope.add("HIGH", f"runs shell code known only when it runs ({what})", "hidden_code")
     scope.judge.shell(text.replace(DYNAMIC, "_"), scope.findings, scope.depth + 1)
 
 
@@ -207,7 +217,7 @@ def _wrapper(base: str, args: list[str], command: Command, scope: _Scope) -> Non
             elif not known.is_option(word):
                 break
     if base in known.PRIVILEGE:
-        scope.add("HIGH", f"runs as another user, usually root ({base})")
+        scope.add("HIGH", f"runs as another user, usually root ({base})", "privilege")
     rest = known.unwrap(base, args)
     if rest is None:
         return
@@ -249,7 +259,8 @@ def _trap(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 def _source(base: str, args: list[str], command: Command, scope: _Scope) -> None:
     if args and DYNAMIC in args[0]:
-        scope.add("HIGH", f"runs a script known only when it runs ({base} {shown(args[0])})")
+        why = f"runs a script known only when it runs ({base} {shown(args[0])})"
+        scope.add("HIGH", why, "hidden_code")
 
 
 def _shell(base: str, args: list[str], command: Command, scope: _Scope) -> None:
@@ -258,7 +269,8 @@ def _shell(base: str, args: list[str], command: Command, scope: _Scope) -> None:
         _shell_text(code, f"{base} -c", scope)
     elif script is not None:
         if DYNAMIC in script:
-            scope.add("HIGH", f"runs a script known only when it runs ({base} {shown(script)})")
+            why = f"runs a script known only when it runs ({base} {shown(script)})"
+            scope.add("HIGH", why, "hidden_code")
     elif reads_stdin:
         _stdin_code(base, command, scope, lambda text: _shell_text(text, base, scope))
 
@@ -268,9 +280,10 @@ def _stdin_code(base: str, command: Command, scope: _Scope, judge: Callable[[str
     if command.upstream:
         sources = {known.base_name(up.words[0]) for up in command.sources() if up.words}
         if sources & known.DOWNLOADERS:
-            scope.add("HIGH", f"runs code downloaded from the network (… | {base})")
+            scope.add("HIGH", f"runs code downloaded from the network (… | {base})", "remote_code")
         else:
-            scope.add("HIGH", f"runs code piped into {base}, which cannot be read before it runs")
+            why = f"runs code piped into {base}, which cannot be read before it runs"
+            scope.add("HIGH", why, "hidden_code")
     elif command.stdin is not None:
         judge(command.stdin)
 
@@ -281,7 +294,8 @@ def _interpreter(base: str, args: list[str], command: Command, scope: _Scope) ->
 
     def run(text: str) -> None:
         if DYNAMIC in text:
-            scope.add("HIGH", f"runs {language} code known only when it runs ({base})")
+            why = f"runs {language} code known only when it runs ({base})"
+            scope.add("HIGH", why, "hidden_code")
         text = text.replace(DYNAMIC, "_")
         if language == "python":
             scope.judge.python(text, scope.findings, scope.depth + 1)
@@ -291,7 +305,8 @@ def _interpreter(base: str, args: list[str], command: Command, scope: _Scope) ->
     if code is not None:
         run(code)
     elif script is not None and DYNAMIC in script:
-        scope.add("HIGH", f"runs a script known only when it runs ({base} {shown(script)})")
+        why = f"runs a script known only when it runs ({base} {shown(script)})"
+        scope.add("HIGH", why, "hidden_code")
     elif reads_stdin:
         _stdin_code(base, command, scope, run)
     if language == "perl" and any(a.startswith("-") and "i" in a[1:3] for a in args):
@@ -304,11 +319,12 @@ def _delete(base: str, args: list[str], command: Command, scope: _Scope) -> None
     recursive = any(f in ("-r", "-R", "--recursive") or known.in_cluster(f, "rR") for f in flags)
     force = any(f in ("-f", "--force") or known.in_cluster(f, "f") for f in flags)
     if base == "rm" and recursive and force:
-        scope.add("HIGH", "recursive forced delete (rm -rf)")
+        scope.add("HIGH", "recursive forced delete (rm -rf)", "delete")
     verb = {"shred": "shreds", "truncate": "truncates"}.get(base, "deletes")
     for target in targets:
         if recursive and DYNAMIC in target:
-            scope.add("HIGH", f"deletes a path known only when it runs ({shown(target)})")
+            why = f"deletes a path known only when it runs ({shown(target)})"
+            scope.add("HIGH", why, "outside")
         _writes(target, verb, scope, tree=recursive)
 
 
@@ -317,7 +333,8 @@ def _copy(base: str, args: list[str], command: Command, scope: _Scope) -> None:
     if base == "rsync" or base == "scp":
         remote = [o for o in operands if _REMOTE.match(o)]
         if remote:
-            scope.add("HIGH", f"copies files to or from another machine ({base} {remote[-1]})")
+            why = f"copies files to or from another machine ({base} {remote[-1]})"
+            scope.add("HIGH", why, "network")
             return
     dest = known.option_value(args, ("-t", "--target-directory"))
     folder = dest is not None
@@ -351,11 +368,11 @@ def _link_target(target: str, link: str, folder: bool, scope: _Scope) -> None:
             continue
         what = paths.protected(full, scope.workspace)
         if what is not None:
-            scope.add("HIGH", paths.protected_reason(f"links {link} to", target, what))
+            scope.add("HIGH", paths.protected_reason(f"links {link} to", target, what), "protected")
             return
         if paths.holds_protected(full, scope.workspace):
             reason = paths.holds_protected_reason(f"links {link} to", target, full, scope.workspace)
-            scope.add("HIGH", reason)
+            scope.add("HIGH", reason, "protected")
             return
 
 
@@ -381,7 +398,7 @@ def _creates(base: str, args: list[str], command: Command, scope: _Scope) -> Non
         full = scope.resolve(target)
         what = paths.protected(full, scope.workspace) if full is not None else None
         if what is not None:
-            scope.add("HIGH", paths.protected_reason("creates", target, what))
+            scope.add("HIGH", paths.protected_reason("creates", target, what), "protected")
 
 
 def _tee(base: str, args: list[str], command: Command, scope: _Scope) -> None:
@@ -407,7 +424,7 @@ def _downloads(base: str, args: list[str], command: Command, scope: _Scope) -> N
     for target in known.download_targets(base, args):
         _writes(target, "downloads into", scope, scratch_ok=True)
     for source in known.upload_sources(base, args):
-        scope.add("HIGH", f"uploads {shown(source)} to the network ({base})")
+        scope.add("HIGH", f"uploads {shown(source)} to the network ({base})", "publishing")
         _reads(source, scope)
 
 
@@ -426,7 +443,7 @@ def _alias(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 def _git(base: str, args: list[str], command: Command, scope: _Scope) -> None:
     for key, value in git_overrides(args):
-        scope.add("HIGH", f"makes git run a program (git -c {key})")
+        scope.add("HIGH", f"makes git run a program (git -c {key})", "hidden_code")
         if not value.startswith("$"):
             _shell_text(value.removeprefix("!"), f"git -c {key}", scope)
     sub, rest = known.git_subcommand(args)

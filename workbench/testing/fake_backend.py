@@ -63,7 +63,7 @@ class FakeBackend:
         """Keep the answer (and the rules "always" saves, with their file; a reason)."""
         self.answers.append(answer)
         self.reasons.append(reason)
-        if answer == "always":
+        if answer in ("always", "session"):
             self.saved_rules.append((tuple(rules), target))
 
     def allow_offer(self, cause: int) -> AllowOffer | None:

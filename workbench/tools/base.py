@@ -67,6 +67,8 @@ class ToolContext:
 
     runtime: Runtime
     workspace: str
+    host_workspace: str | None = None
+    """The workspace folder on the host (where an escalated command runs); None: `workspace`."""
 
 
 def clip(text: str, limit: int = 200) -> str:
@@ -141,6 +143,14 @@ class Tool(Generic[A, Obs]):
     def parse(self, args: dict[str, Any], options: ParseOptions) -> A:
         """Checked arguments (types and enums as in the schema) -> the action."""
         raise ToolCallError(f"The tool {self.name!r} is offered but cannot be called.")
+
+    def parse_call(self, args: dict[str, Any], options: ParseOptions) -> Any:
+        """The action a call makes: `parse`'s, unless the call asks for another tool's kind
+        of action (the bash tool's `escalate`)."""
+        return self.parse(args, options)
+
+    escalates: bool = False
+    """Whether its actions run outside the sandbox: always asked, never approved by a rule."""
 
     def arguments(self, action: A) -> dict[str, Any]:
         """The arguments of the call that made `action` (without `security_risk`)."""

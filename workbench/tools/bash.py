@@ -13,6 +13,7 @@ from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.display import Cell, Role, first_line, last_line, strip_ansi, telling_line
 from workbench.security.analyzer import Assessment, analyze_command
 from workbench.tools.base import ParseOptions, RuleSubject, Tool, ToolCallError, ToolContext, clip
+from workbench.tools.host_run import parse_escalation
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,12 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
         "* Long-running servers belong in the background: `python app.py > server.log 2>&1 &`.\n"
         "* Very long output keeps its beginning and its end; redirect to a file and read it in "
         "parts when you need all of it.\n"
-        "* Prefer non-interactive flags (`-y`, `--no-pager`); pagers are disabled."
+        "* Prefer non-interactive flags (`-y`, `--no-pager`); pagers are disabled.\n"
+        "* Escalation: only when a command cannot work inside the sandbox (it needs a file or "
+        "program the sandbox hides, or the host itself), set `escalate` to true and give a "
+        "`justification`. It then runs outside the sandbox, on the person's machine, in the "
+        "workspace folder, only if the person says yes; it is asked every time, and a refusal "
+        "tells you why. Never escalate to get around a rejection."
     )
     parameters = {
         "command": {
@@ -76,6 +82,16 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
             "output so far and exit code -1 (the command keeps running). Without it, the call "
             "returns once the command has been silent for a few seconds.",
         },
+        "escalate": {
+            "type": "boolean",
+            "description": "true to ask the person to run this one command OUTSIDE the "
+            "sandbox, on their machine (needs `justification`). Default false.",
+        },
+        "justification": {
+            "type": "string",
+            "description": "With escalate: why the command cannot run inside the sandbox, "
+            "for the person who decides.",
+        },
     }
     required = ("command",)
     risk_required = True
@@ -86,6 +102,12 @@ class BashTool(Tool[CmdRunAction, CmdOutputObservation]):
     prompt_line = "`execute_bash`: one command at a time in a persistent bash shell."
     executor = "bash"
     pane = "shell"
+
+    def parse_call(self, args: dict[str, Any], options: ParseOptions) -> Any:
+        """A command in the sandbox, or (`escalate`) one outside it."""
+        if args.get("escalate"):
+            return parse_escalation(args)
+        return self.parse(args, options)
 
     def parse(self, args: dict[str, Any], options: ParseOptions) -> CmdRunAction:
         """A command, more output, or input for the running command."""

@@ -14,6 +14,7 @@ from workbench.tools.browser import BrowserTool
 from workbench.tools.editor import EditorTool
 from workbench.tools.finish import FinishTool
 from workbench.tools.function import UnregisteredTool
+from workbench.tools.host_run import HostRunTool
 from workbench.tools.ipython import IPythonTool
 from workbench.tools.mcp import MCP_CATALOG
 from workbench.tools.results import SharedResults
@@ -141,6 +142,7 @@ def builtin_tools() -> list[AnyTool]:
         BrowserTool(),
         MCP_CATALOG,
         SetEnvTool(),
+        HostRunTool(),
         ThinkTool(),
         FinishTool(),
     ]

@@ -9,6 +9,7 @@ from typing import Any
 from sandbox.protocol import SetEnvAction, SetEnvObservation
 from workbench.display import Cell
 from workbench.security.analyzer import Assessment
+from workbench.security.risk import Category
 from workbench.security.variables import set_env_risks
 from workbench.tools.base import Tool
 
@@ -36,7 +37,11 @@ class SetEnvTool(Tool[SetEnvAction, SetEnvObservation]):
         """HIGH for names that decide what runs (`PROMPT_COMMAND`, `BASH_ENV`, `LD_*`, `PATH`,
         `PYTHONPATH`, `GIT_*` ...), judged by name alone: a re-run log is anyone's text."""
         reasons = set_env_risks(list(action.env))
-        return Assessment("HIGH", tuple(reasons)) if reasons else Assessment("LOW")
+        if not reasons:
+            return Assessment("LOW")
+        kind: Category = "persistence"
+        kinds = tuple(kind for _ in reasons)
+        return Assessment("HIGH", tuple(reasons), kinds)
 
     def describe(self, action: SetEnvAction) -> str:
         """`set env NAMES`."""

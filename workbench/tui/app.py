@@ -630,6 +630,9 @@ class WorkbenchApp(App[int]):
         backend = self.backend
         offer = backend.allow_offer(cause) if backend is not None else None
         if backend is None or offer is None:
+            if panel.request is not None and panel.request.always_ask:  # not waiting yet
+                why = "; ".join(panel.request.always_ask)
+                self.notify(f"No rule offered: asked every time ({why}).", markup=False)
             return
         if not offer.rules:
             self.notify(
@@ -647,7 +650,8 @@ class WorkbenchApp(App[int]):
                 return
             panel.hide()
             self.query_one(PromptInput).focus()
-            work = backend.answer(cause, "always", choice.rules, choice.target)
+            answer = "always" if choice.target is not None else "session"
+            work = backend.answer(cause, answer, choice.rules, choice.target)
             self._background(work, "answer")
 
         screen = AllowRuleScreen(offer, lambda rules: backend.allow_rule_errors(cause, rules))

@@ -22,9 +22,10 @@ class AllowOffer:
     rules: tuple[str, ...]
     """The proposed rules, one per line in the editor; empty when `refused`."""
     refused: str
-    """Why no rule is offered (a HIGH-risk action is approved one at a time); empty if offered."""
-    targets: tuple[tuple[str, Path], ...]
-    """Where a rule can be saved, as (what it means, config file); the first is the default."""
+    """Why no rule is offered (an always-ask action is approved one at a time); empty if offered."""
+    targets: tuple[tuple[str, Path | None], ...]
+    """Where a rule can be saved, as (what it means, config file); the first is the default;
+    None is this session only (applied, saved nowhere)."""
 
 
 class AppPort(Protocol):
@@ -69,8 +70,9 @@ class Backend(Protocol):
         reason: str = "",
     ) -> None:
         """Answer the confirmation request about action `cause`; with "always", `rules` are
-        saved to the config file `target` and applied from this action on; a rejection's
-        `reason` (the person's words) goes to the agent."""
+        saved to the config file `target` and applied from this action on ("session": applied
+        for this session only, saved nowhere); a rejection's `reason` (the person's words) goes
+        to the agent."""
 
     def allow_offer(self, cause: int) -> AllowOffer | None:
         """The rules "always allow" proposes for the waiting action `cause` (None: none waits)."""

@@ -303,10 +303,11 @@ class ControllerBackend:
         if answer == "reject":
             said = f"; the person said: {reason}" if reason else ""
             return Decision("reject", "user", f"rejected in the TUI{said}")
-        if answer == "always" and rules:
-            self._add_allow_rules(rules, target)
+        if answer in ("always", "session") and rules:
+            self._add_allow_rules(rules, target, save=answer == "always")
             names = ", ".join(f"allow:{rule}" for rule in rules)
-            return Decision("approve", names, "always allowed in the TUI")
+            said = "always allowed" if answer == "always" else "allowed for this session"
+            return Decision("approve", names, f"{said} in the TUI")
         return Decision("approve", "user", "approved in the TUI")
 
     def _workspace(self) -> str:
@@ -335,6 +336,7 @@ class ControllerBackend:
         targets = (
             ("this project", project_config_file(workspace_of(self.config))),
             ("you, in every project", user_file),
+            ("this session only (saved nowhere)", None),
         )
         text = subject.text if subject is not None else ""
         return AllowOffer(text, proposal.rules, proposal.refused, targets)
@@ -350,13 +352,20 @@ class ControllerBackend:
             return ["give at least one rule, or press escape to go back"]
         return rule_errors(list(rules), waiting.action, self.config.security, self._workspace())
 
-    def _add_allow_rules(self, rules: Sequence[str], target: Path | None) -> None:
-        """Apply `rules` from now on and save them to `target` (the user's file by default)."""
+    def _add_allow_rules(
+        self, rules: Sequence[str], target: Path | None, *, save: bool = True
+    ) -> None:
+        """Apply `rules` from now on and (`save`) save them to `target` (the user's file by
+        default)."""
         from workbench.config import ConfigError, add_to_list
         from workbench.paths import default_config_file
 
         current = self.config.security.allow
         self.config.security.allow = [*current, *(rule for rule in rules if rule not in current)]
+        if not save:
+            listed = ", ".join(map(repr, rules))
+            self._notify(f"Allowed {listed} for this session (saved nowhere)")
+            return
         path = target or self.config_path or self.config.source_file or default_config_file()
         try:
             with self._person_edit(path):

@@ -74,7 +74,7 @@ def decision_title(event: ConfirmationDecisionEvent) -> str:
     """How a confirmation was answered, naming its rule only where the reason does not."""
     verdict = "approved" if event.approved else "rejected"
     title = event.reason or verdict
-    if not title.startswith((verdict, "always allowed", "stopped")):
+    if not title.startswith((verdict, "always allowed", "allowed for this", "stopped")):
         title = f"{verdict} · {title}"
     patterns = [part.strip().split(":", 1)[-1] for part in event.rule.split(",")]
     named = event.rule in ("", "user") or event.rule.startswith("headless:")

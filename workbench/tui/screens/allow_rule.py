@@ -1,6 +1,7 @@
 """The "always allow" screen: the rules proposed for the waiting action, one per line and
-editable, and where to save them (this project's config or the person's own); ctrl+s saves,
-escape goes back to the confirmation panel."""
+editable, and where to save them (this project's config, the person's own, or this session
+only); ctrl+s saves, escape goes back to the confirmation panel. A rule that does not match
+says which part of the action it misses."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ class AllowChoice:
     """The rules the person kept and the config file they go to."""
 
     rules: tuple[str, ...]
-    target: Path
+    target: Path | None
+    """The config file, or None for this session only."""
 
 
 class AllowRuleScreen(ModalScreen[AllowChoice | None]):
@@ -48,14 +50,16 @@ class AllowRuleScreen(ModalScreen[AllowChoice | None]):
             yield Static(f"{action[0]}{more}", id="allow-action", markup=False)
             yield Static(
                 "Actions matching these rules will run without asking, now and in later "
-                "sessions. One rule per line; edit them as you like (* matches anything).",
+                "sessions (or in this one only, if you choose so below). One rule per line; "
+                "edit them as you like (* matches anything).",
                 id="allow-help",
             )
             yield TextArea("\n".join(self.offer.rules), id="allow-rules", soft_wrap=True)
             yield Static("", id="allow-errors", markup=False)
             with RadioSet(id="allow-target"):
                 for index, (meaning, path) in enumerate(self.offer.targets):
-                    yield RadioButton(f"{meaning}: {path}", value=index == 0)
+                    label = meaning if path is None else f"{meaning}: {path}"
+                    yield RadioButton(label, value=index == 0)
             with Horizontal(id="allow-buttons"):
                 yield Button("Save  ctrl+s", id="allow-save", variant="primary")
                 yield Button("Back  esc", id="allow-back")
@@ -69,7 +73,7 @@ class AllowRuleScreen(ModalScreen[AllowChoice | None]):
         text = self.query_one("#allow-rules", TextArea).text
         return tuple(line.strip() for line in text.splitlines() if line.strip())
 
-    def target(self) -> Path:
+    def target(self) -> Path | None:
         """The config file chosen."""
         index = self.query_one("#allow-target", RadioSet).pressed_index
         return self.offer.targets[max(index, 0)][1]

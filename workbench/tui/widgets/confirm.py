@@ -1,7 +1,10 @@
 """The confirmation panel: the action waiting for an answer, its risk and why; y approves,
 n rejects, r rejects with a reason typed for the agent (`RejectReasonScreen`), a approves and
-always allows actions like it: the app then shows the rules it would save (`AllowRuleScreen`),
-and the panel stays until they are saved or the screen is closed.
+always allows actions like it (or for this session only): the app then shows the rules it would
+save (`AllowRuleScreen`), and the panel stays until they are saved or the screen is closed. It is
+offered at every risk level except for an action no rule may approve by pattern (the request's
+`always_ask`: outside the workspace, credentials, privilege, persistence, publishing ...); there
+a says why instead.
 
 It takes the focus when it appears, unless someone is typing in the input box: their next
 letters must not answer it (an "a" would save an allow rule). It then says how to reach it, and
@@ -117,6 +120,10 @@ class ConfirmPanel(Vertical, can_focus=True):
             return
         early = time.monotonic() < self._armed_at
         if event.key in ANSWER_KEYS and not early and not self._typing_away:
+            if event.key == "a" and self.request is not None and not self.offers_always():
+                event.stop()  # no binding acts: the app says why no rule is offered
+                event.prevent_default()
+                self.post_message(ConfirmationAnswered(self.request.cause, "always"))
             return  # an answer: the binding acts
         self._typing_away = True  # the rest of the burst follows it, answer keys too
         event.stop()
@@ -124,15 +131,17 @@ class ConfirmPanel(Vertical, can_focus=True):
         self.query_one("#confirm-keys", Static).update(self._hint(reachable=False))
         self.post_message(StrayKey(event.character))
 
+    def offers_always(self) -> bool:
+        """Whether "always allow" is offered for the request shown (no always-ask finding)."""
+        return self.request is not None and not self.request.always_ask
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """No "always allow" in the footer where no rule may approve (HIGH risk)."""
-        high = self.request is not None and self.request.risk == "HIGH"
-        return not (high and action == "answer" and parameters == ("always",))
+        """No "always allow" in the footer where no rule may approve it."""
+        return self.offers_always() or not (action == "answer" and parameters == ("always",))
 
     def _hint(self, *, reachable: bool) -> Text:
-        """The keys, without "always allow" where no rule may approve (HIGH risk)."""
-        high = self.request is not None and self.request.risk == "HIGH"
-        return _keys_hint(reachable=reachable, always=not high)
+        """The keys, without "always allow" where no rule may approve it."""
+        return _keys_hint(reachable=reachable, always=self.offers_always())
 
     def hide(self) -> None:
         """Nothing is waiting any more."""
@@ -183,7 +192,7 @@ def _keys_hint(*, reachable: bool, always: bool = True) -> Text:
         ("r", "bold"),
         " reject, say why",
     )
-    if always:  # HIGH-risk actions are approved one at a time: no rule is offered
+    if always:  # an always-ask action is approved one at a time: no rule is offered
         keys.append_text(Text.assemble(gap, ("a", "bold"), " always allow"))
     if reachable:
         return keys
