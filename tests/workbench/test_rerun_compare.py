@@ -112,6 +112,16 @@ def test_a_real_difference_is_still_reported_with_its_reason(tmp_path: Path) -> 
     assert plot["why"].endswith("(an image's content differs)")
     listing = differences[2]["why"]
     assert listing.startswith("differs at line 2: recorded '-rw-r--r-- 1 ")
+    foreign = tmp_path / "from-elsewhere.jsonl"  # a log from outside the sessions folder
+    shutil.copy(log, foreign)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = replay(tmp_path, "--rerun", "--json", str(foreign), "--workspace", str(empty))
+    assert proc.returncode == 11, proc.stdout + proc.stderr
+    assert json_lines(proc.stdout)[0]["starts_from"].startswith(
+        "from an empty folder: the log is not in your sessions folder"
+    )
+    assert not (empty / "AGENTS.md").exists() and (empty / "notes.txt").is_file()
     before, after = len(AGENTS), len(AGENTS.replace("tests", "TESTS ALL"))
     assert f" {before} <time> AGENTS.md', re-run '" in listing
     assert listing.endswith(f" {after} <time> AGENTS.md'")

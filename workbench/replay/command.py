@@ -153,7 +153,9 @@ def replay_command(argv: Sequence[str]) -> int:
         if args.rerun:
             from workbench.replay.start_state import prepare_workspace
 
-            starts_from = prepare_workspace(recording, Path(workspace), config.checkpoints)
+            sessions = sessions_dir_of(config)
+            folder = Path(workspace)
+            starts_from = prepare_workspace(recording, folder, config.checkpoints, sessions)
         if args.rerun and _wants_tui(args):
             shown = _open_tui("workbench.tui.rerun", "run_rerun_view", recording, config, args)
             if shown is not None:

@@ -30,13 +30,22 @@ def _count(text: str, what: str) -> str:
     return f"{text} {what}" + ("" if text == "1" else "s")
 
 
-def prepare_workspace(recording: Recording, workspace: Path, config: CheckpointsConfig) -> str:
+def prepare_workspace(
+    recording: Recording, workspace: Path, config: CheckpointsConfig, sessions: Path
+) -> str:
     """Fill an empty `workspace` with the recorded session's checkpoint 0; returns how the
-    re-run's workspace starts, as the end of "the workspace starts ..."."""
+    re-run's workspace starts, as the end of "the workspace starts ...". Only a log in the
+    person's own sessions folder (`sessions`) is trusted to name a store: a log from elsewhere
+    could name the store of one of their projects."""
     if any(workspace.iterdir()):
         return f"as {workspace} is (not empty, so the recorded start was not put in it)"
     if recording.format != "workbench":
         return f"{EMPTY}: an OpenHands trajectory does not record the files it started with"
+    if recording.path.resolve().parent != sessions.resolve():
+        return (
+            f"{EMPTY}: the log is not in your sessions folder ({sessions}), so the checkpoints "
+            "it names are not read"
+        )
     first = next((e for e in recording.events if isinstance(e, CheckpointEvent)), None)
     if first is None:
         return f"{EMPTY}: the session has no checkpoint of its start (checkpoints were off)"
