@@ -3,7 +3,8 @@
     workbench sessions [--json]                 newest first, one line each (a continued
                                                 session names its parent: "<- PARENT")
     workbench sessions show ID [--json]         task, outcome, steps, tokens, cost, duration,
-                                                runtime, workspace, parent, log
+                                                runtime, workspace, parent, log, then the
+                                                transcript (as headless printed it)
     workbench sessions delete ID [--yes]        the log and its files folder (asks first)
     workbench sessions export ID [-o FILE]      one .tar.gz: <id>.jsonl and <id>.files/
 
@@ -25,6 +26,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one JSON object per session")
     parser.add_argument("--config", metavar="PATH", help="the config file to read")
     commands = parser.add_subparsers(dest="command", metavar="{show,delete,export}")
-    show = commands.add_parser("show", help="what a session did, in a few lines")
+    show = commands.add_parser("show", help="what a session did, then its transcript")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", dest="show_json", help="one JSON object")
     delete = commands.add_parser("delete", help="delete a session's log and its files")
@@ -121,20 +123,22 @@ def _fail(message: str) -> int:
 def list_sessions(directory: Path, as_json: bool) -> int:
     """Print one line per session, newest first."""
     from workbench.session_log import list_summaries
+    from workbench.session_title import session_title
 
     summaries = list_summaries(directory) if directory.is_dir() else []
     out = sys.stdout
     for summary in summaries:
         header = summary.header
+        title = session_title(summary)  # a continued session's own task, not its root's
         if as_json:
             row = {"session_id": header.session_id, "created": header.created}
             row |= {"model": header.model, "workspace": header.workspace}
-            row |= {"task": summary.task, "state": summary.state, "log": str(summary.path)}
+            row |= {"task": title, "state": summary.state, "log": str(summary.path)}
             row |= {"parent": header.parent_id or None, "damaged": summary.damaged or None}
             out.write(json.dumps(row, separators=(",", ":")) + "\n")
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
-            task = " ".join(summary.task.split())
+            task = " ".join(title.split())
             task = task if len(task) <= 60 else task[:59] + "…"
             state = summary.state or "-"
             link = f"  <- {header.parent_id}" if header.parent_id else ""
@@ -151,11 +155,14 @@ def session_facts(path: Path) -> dict[str, Any]:
     """What `show` prints, as data (the whole log is read)."""
     from workbench.events import LLMCallEvent, MessageEvent, StateChangedEvent
     from workbench.session_log import read
+    from workbench.session_title import title_of_log
+    from workbench.session_transcript import transcript
 
     loaded = read(path)
     header, events = loaded.header, loaded.events
     calls = [e for e in events if isinstance(e, LLMCallEvent)]
-    tasks = [e.text for e in events if isinstance(e, MessageEvent) and e.source == "user"]
+    messages = [e for e in events if isinstance(e, MessageEvent) and e.source == "user"]
+    tasks = [e.text for e in messages]
     states = [e for e in events if isinstance(e, StateChangedEvent)]
     last_state = states[-1] if states else None
     outcome: str = last_state.state if last_state else ""
@@ -166,7 +173,7 @@ def session_facts(path: Path) -> dict[str, Any]:
     files = path.with_name(f"{header.session_id}.files")
     return {
         "session_id": header.session_id,
-        "task": tasks[0] if tasks else "",
+        "task": title_of_log(header, [(e.id, e.text) for e in messages]),
         "messages": len(tasks),
         "outcome": outcome,
         "reason": last_state.reason if last_state else "",
@@ -186,6 +193,7 @@ def session_facts(path: Path) -> dict[str, Any]:
         "unreadable_lines": len(loaded.bad_lines),
         "files": sum(1 for _ in files.iterdir()) if files.is_dir() else 0,
         "log": str(path),
+        "transcript": [asdict(entry) for entry in transcript(events, files, header.parent_event)],
     }
 
 
@@ -237,7 +245,18 @@ def show_session(path: Path, as_json: bool) -> int:
         print(f"{name + ':':<11}{lines[0]}")
         for more in lines[1:]:
             print(f"{'':<11}{more}")
+    print_transcript(facts)
     return 0
+
+
+def print_transcript(facts: dict[str, Any]) -> None:
+    """The transcript of `show` (`session_transcript.py`), after the facts."""
+    from workbench.session_transcript import Entry, transcript_text
+
+    entries = [Entry(**entry) for entry in facts["transcript"]]
+    print("transcript:" if entries else "transcript: (no events)")
+    for line in transcript_text(entries, facts["parent"] or ""):
+        print(f"  {line}" if line else "")
 
 
 def delete_session(path: Path, yes: bool) -> int:

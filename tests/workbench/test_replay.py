@@ -321,9 +321,8 @@ def test_openhands_trajectory_watched_and_rerun(tmp_path: Path, name: str) -> No
     assert proc.returncode in (0, 11), proc.stdout + proc.stderr
     lines = json_lines(proc.stdout)
     summary = lines[-1]
-    differing = {line["tool"] for line in lines if line["type"] == "difference"}
-    assert differing <= {"str_replace_editor"}  # OpenHands words its editor's answers its way
-    assert summary["exit_code"] == (11 if differing else 0)
+    assert [line["type"] for line in lines] == ["start", "summary"]  # edits judged by effect
+    assert summary["exit_code"] == 0
     if name == "edit_args.json":
         assert (workspace / "app.py").read_text() == "print(2 + 3)\n"
         assert summary["compared"] == 5  # the failed `ls` did not stop the replay

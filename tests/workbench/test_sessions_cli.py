@@ -79,7 +79,9 @@ def test_show_names_what_the_session_did(tmp_path: Path) -> None:
     env = cli_env(tmp_path, "http://127.0.0.1:9")
     done = run_cli(["sessions", "show", "20260301-1015"], env, tmp_path)
     assert done.returncode == 0, done.stderr
-    rows = dict(line.split(":", 1) for line in done.stdout.splitlines())
+    facts, transcript = done.stdout.split("\ntranscript:\n")
+    rows = dict(line.split(":", 1) for line in facts.splitlines())
+    assert "  user: count the files\n  [1] $ ls | wc -l\n      3\n" in transcript
     rows = {key: value.strip() for key, value in rows.items()}
     assert rows["session"] == SID
     assert rows["task"] == "count the files"

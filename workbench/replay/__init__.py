@@ -6,6 +6,9 @@
   writes ours out as one;
 - `watch.py`: the events printed again as a live run prints them (no LLM, no sandbox);
 - `normalise.py`: what always differs between two runs, masked before comparing;
+- `compare.py`: how one re-run result is judged against the recorded one, and why (text
+  masked, images by content, an OpenHands edit by the file it left);
+- `start_state.py`: an empty re-run workspace filled with the session's checkpoint 0;
 - `rerun.py`: the recorded actions run again in a fresh sandbox, results compared;
   `report.py` prints how each step went (a diff, or a JSON line per difference);
 - `resume.py`: `--continue-from N`, the first N steps re-run, then a live model goes on;

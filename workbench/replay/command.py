@@ -34,8 +34,11 @@ session .jsonl, or an OpenHands trajectory .json (save_trajectory_path).
                        (space play/pause, left/right step, +/- speed, g jump to a step), or
                        printed with --headless; --json prints the JSON lines the live run did
   --rerun              the recorded actions again in a fresh sandbox (--workspace DIR, default
-                       a new temporary folder); each result is compared with the recorded one
-                       (times, pids, temporary paths, durations and the workspace path masked):
+                       a new temporary folder); an empty workspace starts as the recorded one
+                       did (its checkpoint 0; without one, from an empty folder, as the
+                       report says). Each result is compared with the recorded one (times,
+                       pids, temporary paths, durations and the workspace path masked; images
+                       by content; an OpenHands edit by the file it left), a line says why:
                        exit 0 when all match, 11 when one differs; in the TUI side by side
                        (n: next difference), with --headless a diff per step
   --continue-from N    re-run steps 1..N, then the configured model goes on from there, in a
@@ -146,12 +149,19 @@ def replay_command(argv: Sequence[str]) -> int:
         config = load_config(
             config_path, overrides=overrides | {"sandbox.workspace": str(Path(workspace))}
         )
+        starts_from = ""
+        if args.rerun:
+            from workbench.replay.start_state import prepare_workspace
+
+            sessions = sessions_dir_of(config)
+            folder = Path(workspace)
+            starts_from = prepare_workspace(recording, folder, config.checkpoints, sessions)
         if args.rerun and _wants_tui(args):
             shown = _open_tui("workbench.tui.rerun", "run_rerun_view", recording, config, args)
             if shown is not None:
                 return shown
         if args.rerun:
-            return _run(rerun(recording, config, args.json, args.first, args.last))
+            return _run(rerun(recording, config, args.json, args.first, args.last, starts_from))
         from workbench.replay.resume import continue_from
 
         return _run(continue_from(recording, config, args.continue_from, args.json))
@@ -243,9 +253,15 @@ def rerun_summary(
 
 
 async def rerun(
-    recording: Recording, config: Config, json_mode: bool, first: int = 1, last: int | None = None
+    recording: Recording,
+    config: Config,
+    json_mode: bool,
+    first: int = 1,
+    last: int | None = None,
+    starts_from: str = "",
 ) -> int:
-    """Re-run `recording` in the configured sandbox and report; returns the exit code."""
+    """Re-run `recording` in the configured sandbox and report; returns the exit code.
+    `starts_from` says how the workspace starts (`start_state.prepare_workspace`)."""
     from sandbox.runtimes.base import SandboxError
     from workbench.replay.report import JsonRerunReport
     from workbench.replay.rerun import Rerunner
@@ -274,6 +290,7 @@ async def rerun(
                 "log": str(recording.path.absolute()),
                 "workspace": info.workspace,
                 "recorded_workspace": recording.workspace,
+                "starts_from": starts_from,
             }
         )
         rerunner = Rerunner(recording, config, ToolContext(runtime, info.workspace))

@@ -110,6 +110,8 @@ class _Reader:
         self.events: list[Event] = []
         self.notes: list[str] = []
         self.actions: dict[Any, ActionEvent] = {}  # trajectory id -> our action event
+        self.effects: dict[int, str] = {}
+        """Our action id -> the edited file's content after it (`extras.new_content`)."""
 
     def take(self, index: int, item: Any) -> None:
         where = f"event {item.get('id', index) if isinstance(item, dict) else index}"
@@ -192,6 +194,9 @@ class _Reader:
         content = item.get("content")
         text = content if isinstance(content, str) else json.dumps(content)
         observation = make(text, extras, action.action)
+        changed = isinstance(action.action, FileEditAction) and action.action.command != "view"
+        if changed and kind in ("edit", "write") and isinstance(extras.get("new_content"), str):
+            self.effects[action.id] = extras["new_content"]
         return ObservationEvent(
             **common | {"source": "environment"},
             cause=action.id,
@@ -202,10 +207,17 @@ class _Reader:
 
 def events_from_trajectory(items: list[Any]) -> tuple[list[Event], list[str]]:
     """Our events for a trajectory's items, and a note for each item skipped."""
+    events, notes, _ = read_trajectory_items(items)
+    return events, notes
+
+
+def read_trajectory_items(items: list[Any]) -> tuple[list[Event], list[str], dict[int, str]]:
+    """Our events for a trajectory's items, a note for each item skipped, and the content each
+    edit left its file with (by our action id; what a re-run compares the edit by)."""
     reader = _Reader()
     for index, item in enumerate(items):
         reader.take(index, item)
-    return reader.events, reader.notes
+    return reader.events, reader.notes, reader.effects
 
 
 def _timestamp(value: Any) -> float:

@@ -26,8 +26,8 @@ from workbench.events import (
 from workbench.exit_codes import EXIT_CODES, Status
 from workbench.replay.openhands import (
     OPENHANDS_WORKSPACE,
-    events_from_trajectory,
     model_of,
+    read_trajectory_items,
     trajectory_items,
 )
 from workbench.session_log import SessionHeader, SessionLogError, read
@@ -51,6 +51,13 @@ class Recording:
     header: SessionHeader | None = None
     notes: list[str] = field(default_factory=list)
     """What could not be read and was skipped (bad lines, unknown kinds)."""
+    effects: dict[int, str] = field(default_factory=dict)
+    """An imported edit's file content after it, by action id (a re-run compares by effect)."""
+
+    @property
+    def files_dir(self) -> Path | None:
+        """The folder of the session's kept images (None: a trajectory keeps none)."""
+        return self.path.with_name(f"{self.session_id}.files") if self.header else None
 
     @property
     def steps(self) -> list[int]:
@@ -152,7 +159,7 @@ def read_trajectory(path: Path) -> Recording:
         items = trajectory_items(json.loads(path.read_bytes()))
     except (OSError, ValueError) as exc:
         raise ReplayError(f"{path} is not an OpenHands trajectory: {exc}") from None
-    events, notes = events_from_trajectory(items)
+    events, notes, effects = read_trajectory_items(items)
     return Recording(
         path=path,
         format="openhands",
@@ -161,6 +168,7 @@ def read_trajectory(path: Path) -> Recording:
         workspace=OPENHANDS_WORKSPACE,
         events=events,
         notes=notes,
+        effects=effects,
     )
 
 

@@ -33,6 +33,8 @@ class RerunReport:
     def start(self, info: dict[str, Any]) -> None:
         """Which recording re-runs where."""
         self.printer.line(f"re-running {info['session_id']} ({info['log']}) in {info['workspace']}")
+        if info.get("starts_from"):
+            self.printer.line(f"the workspace starts {info['starts_from']}")
 
     def step(self, result: StepResult) -> None:
         """One action: as recorded, different (with a diff), or not re-run."""
@@ -51,8 +53,10 @@ class RerunReport:
                 lineterm="",
             )
             self.printer.line(_indent("\n".join(diff), "      "))
+            self.printer.line(f"      why: {result.why}")
         else:
             self.printer.line(f"    = as recorded{_outcome(result)}")
+            self.printer.line(f"      why: {result.why}")
 
     def summary(self, summary: dict[str, Any]) -> None:
         """The closing line."""
@@ -94,6 +98,7 @@ class JsonRerunReport(RerunReport):
                 "action": describe_action(result.action),
                 "recorded": result.recorded_text,
                 "new": result.new_text,
+                "why": result.why,
             }
         )
 

@@ -1,5 +1,6 @@
 """Re-run: the recorded actions executed again in a fresh sandbox, each new result compared
-with the recorded one after `normalise` masked what always differs.
+with the recorded one (`compare.py`: text once `normalise` masked what always differs, images
+by content, an imported OpenHands edit by the file it left), with a sentence saying why.
 
 Paths under the recorded workspace (OpenHands: `/workspace`) are moved to the sandbox's own
 workspace. Only the agent's actions run: environment events, `finish`, and tools registered
@@ -18,7 +19,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.protocol import CmdOutputObservation
+from sandbox.errors import SandboxError
+from sandbox.protocol import CmdOutputObservation, FileEditAction, FileEditObservation
 from workbench.agent.messages import observation_text
 from workbench.config_schema import Config
 from workbench.events import (
@@ -31,6 +33,7 @@ from workbench.events import (
     RejectedObservation,
     ToolCallAction,
 )
+from workbench.replay.compare import Judgement, judge_file_effect, judge_text, judge_view
 from workbench.replay.normalise import normalise
 from workbench.replay.recording import Recording, in_steps
 from workbench.security.policy import Decision, check, escalation_decision, headless_decision
@@ -61,6 +64,8 @@ class StepResult:
     """False for steps before `--from`: run to rebuild the state, not compared."""
     sandbox_s: float = 0.0
     """Time spent in the tool's `execute` (the sandbox's share of the step)."""
+    why: str = ""
+    """Why the results were judged equal or different (`compare.py`)."""
 
     @property
     def differs(self) -> bool:
@@ -107,6 +112,11 @@ def why_not_rerun(event: ActionEvent) -> str:
     if isinstance(event.action, ToolCallAction) and REGISTRY.get(event.action.tool) is None:
         return f"the tool {event.action.tool!r} was registered at run time and is not here now"
     return ""
+
+
+def _files(observation: AnyObservation) -> list[str]:
+    """The artifacts (images, screenshots) a result names."""
+    return REGISTRY.for_observation(observation).files(observation)
 
 
 def _as_recorded(new: AnyObservation, recorded: AnyObservation | None) -> AnyObservation:
@@ -158,10 +168,69 @@ class Rerunner:
             result.skipped = why_not_rerun(event)
             if not result.skipped:
                 result.new, result.sandbox_s = await self._execute(action)
-                result.new_text = self.compared(_as_recorded(result.new, old))
+                judged = await self.judge(event.id, action, old, _as_recorded(result.new, old))
+                result.recorded_text, result.new_text = judged.recorded_text, judged.new_text
+                result.why = judged.why
             yield result
             if self.stopped:
                 return
+
+    async def judge(
+        self, recorded_id: int, action: ActionEvent, old: AnyObservation | None, new: AnyObservation
+    ) -> Judgement:
+        """The re-run result `new` of `action` against the recorded `old` (`compare.py`)."""
+        if old is None:
+            text = self.compared(new)
+            return Judgement(self.compared(None), text, False, "differs: no result was recorded")
+        edit = action.action
+        imported_edit = (
+            self.recording.format == "openhands"
+            and isinstance(old, FileEditObservation)
+            and isinstance(new, FileEditObservation)
+            and isinstance(edit, FileEditAction)
+        )
+        if imported_edit and isinstance(edit, FileEditAction):
+            effect = self.recording.effects.get(recorded_id)
+            if effect is not None:
+                shown = normalise(edit.path, self.workspaces)
+                return judge_file_effect(shown, effect, await self._file(edit.path))
+            if edit.command == "view":
+                return judge_view(observation_text(old), observation_text(new), self.workspaces)
+        recorded_images = {name: self._recorded_image(name) for name in _files(old)}
+        new_images = {name: await self._new_image(name) for name in _files(new)}
+        return judge_text(
+            observation_text(old),
+            observation_text(new),
+            self.workspaces,
+            recorded_images,
+            new_images,
+        )
+
+    def _recorded_image(self, name: str) -> bytes | None:
+        """A recorded image's bytes, kept beside the session log (None: not kept)."""
+        folder = self.recording.files_dir
+        try:
+            return (folder / name).read_bytes() if folder and "/" not in name else None
+        except OSError:
+            return None
+
+    async def _new_image(self, name: str) -> bytes | None:
+        """A re-run image's bytes, from the sandbox (None: it cannot give them)."""
+        try:
+            return await self.context.runtime.download(name)
+        except (SandboxError, OSError, ValueError):
+            return None
+
+    async def _file(self, path: str) -> bytes | None:
+        """A workspace file's bytes after a step (None: unreadable)."""
+        download = getattr(self.context.runtime, "download_file", None)
+        if download is None:  # every sandbox runtime has it; a stand-in may not
+            return None
+        try:
+            data = await download(path)
+            return data if isinstance(data, bytes) else None
+        except (SandboxError, OSError, ValueError):
+            return None
 
     async def _execute(self, event: ActionEvent) -> tuple[AnyObservation, float]:
         action = event.action

@@ -54,6 +54,8 @@ class StepBlock(Vertical):
         with Horizontal():
             yield Static(self.result.recorded_text, classes="recorded", markup=False)
             yield Static(self.result.new_text, classes="new", markup=False)
+        if self.result.why:
+            yield Static(f"why: {self.result.why}", classes="why", markup=False)
 
 
 class RerunView(App[int]):

@@ -18,6 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from workbench.session_title import session_title
+
 if TYPE_CHECKING:
     from workbench.session_log import SessionSummary
     from workbench.session_stats import SessionStats
@@ -37,7 +39,7 @@ def summary_text(summary: SessionSummary, stats: SessionStats | None) -> Text:
     """Two lines (three when damaged): the task, then when, outcome, figures and model."""
     header = summary.header
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created))
-    task = " ".join(summary.task.split()) or "(no task)"
+    task = " ".join(session_title(summary).split()) or "(no task)"
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(task, style="bold")
     text.append(f"\n{when}  ", "dim")
@@ -62,7 +64,7 @@ def matches(summary: SessionSummary, query: str) -> bool:
     """Whether every word of `query` is in the task, id, model, workspace or outcome."""
     header = summary.header
     haystack = " ".join(
-        (summary.task, header.session_id, header.model, header.workspace, summary.state)
+        (session_title(summary), header.session_id, header.model, header.workspace, summary.state)
     ).lower()
     return all(word in haystack for word in query.lower().split())
 
