@@ -17,12 +17,14 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.events import ActionEvent, ConfirmationRequestEvent, Event, LLMActivity
 
 if TYPE_CHECKING:
+    from sandbox.protocol import CommandFinished, OutputChunk
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config
     from workbench.controller import Controller
@@ -74,6 +76,10 @@ class ControllerBackend:
         """A saved session the next session continues (`continue_session`)."""
         self._runtime_used = False
         """A session ran in the sandbox: its shell state is not a fresh one any more."""
+        self._live: Controller | None = None
+        """The controller whose events reach the app: none once its session is ending."""
+        self._started_with = ""
+        """The sandbox's settings (`_sandbox_settings`) when it was started."""
 
     # ------------------------------------------------------------------ start-up
 
@@ -115,6 +121,7 @@ class ControllerBackend:
         from workbench.session import make_runtime, runtime_limits, runtime_warning, start_mcp
 
         self._progress("sandbox", "starting…")
+        self._started_with = self._sandbox_settings()
         try:
             # Off the event loop: the runtime walks the workspace once (~1 s per 50k files).
             runtime = await asyncio.to_thread(make_runtime, self.config)
@@ -251,10 +258,12 @@ class ControllerBackend:
             self.session.close()
             self.session = None
             raise
-        controller.subscribe(self._on_event)
-        controller.subscribe_activity(self._on_activity)
-        if self.app is not None:
-            controller.subscribe_output(self.app.feed_output)
+        # Only while it is the session open: a session ended (ctrl+n) says nothing more.
+        self._live = controller
+        log_path = self.session.path
+        controller.subscribe(partial(self._on_event, controller, log_path))
+        controller.subscribe_activity(partial(self._on_activity, controller, log_path))
+        controller.subscribe_output(partial(self._on_output, controller))
         if history is not None:
             controller.restore(history)  # the note that the shell starts afresh is shown too
             if history.files_restored:
@@ -262,17 +271,21 @@ class ControllerBackend:
         self.controller = controller
         return controller
 
-    def _on_event(self, event: Event) -> None:
+    def _on_event(self, controller: Controller, log_path: Path, event: Event) -> None:
         from workbench.tui.messages import EventArrived
 
-        if self.app is not None:
-            self.app.post_message(EventArrived(event))
+        if self.app is not None and self._live is controller:
+            self.app.post_message(EventArrived(event, log=log_path))
 
-    def _on_activity(self, activity: LLMActivity) -> None:
+    def _on_activity(self, controller: Controller, log_path: Path, activity: LLMActivity) -> None:
         from workbench.tui.messages import ModelCallChanged
 
-        if self.app is not None:
-            self.app.post_message(ModelCallChanged(activity))
+        if self.app is not None and self._live is controller:
+            self.app.post_message(ModelCallChanged(activity, log_path))
+
+    def _on_output(self, controller: Controller, event: OutputChunk | CommandFinished) -> None:
+        if self.app is not None and self._live is controller:
+            self.app.feed_output(event)
 
     def _post_waiting(self, text: str) -> None:
         from workbench.tui.messages import TaskWaiting
@@ -471,8 +484,8 @@ class ControllerBackend:
     async def _fresh_sandbox(self, workspace: Path) -> None:
         """A sandbox on `workspace` that no session has used yet (restarted if need be)."""
         same = _is_workspace_of(self.config, workspace)
-        if same and not self._runtime_used:
-            return  # the sandbox starting or started now is new and on that workspace
+        if same and not self._runtime_used and self._started_with == self._sandbox_settings():
+            return  # the sandbox starting or started now is new, on that workspace, as configured
         await self._sandbox_ready.wait()
         old, self.runtime = self.runtime, None
         if self._mcp is not None:  # its servers go with the old sandbox
@@ -493,8 +506,23 @@ class ControllerBackend:
         """The log of the session open now (None before the first task)."""
         return self.session.path if self.session is not None else None
 
+    def _sandbox_settings(self) -> str:
+        """What a sandbox is made from, but its workspace: a changed one (the config read
+        again) needs a new sandbox."""
+        import json
+
+        config = self.config
+        parts = {
+            "sandbox": config.sandbox.model_dump(mode="json", exclude={"workspace"}),
+            "mcp": config.mcp.model_dump(mode="json"),
+            "mcp_base": str(config.mcp_base),
+            "agent": config.agent.model_dump(mode="json"),
+        }
+        return json.dumps(parts, sort_keys=True)
+
     async def _end_session(self) -> None:
         self._history = None
+        self._live = None  # what it says while it stops is not shown in the next session
         self.stop()
         if self._run is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
