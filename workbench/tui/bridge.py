@@ -79,6 +79,9 @@ class ControllerBackend:
         self._live: Controller | None = None
         """The controller whose events reach the app: none once its session is ending."""
         self._started_with = ""
+        self._switching = asyncio.Lock()
+        """Held while one session ends and the next one's sandbox starts: a task sent right
+        after ctrl+n waits for that sandbox instead of finding none."""
         """The sandbox's settings (`_sandbox_settings`) when it was started."""
 
     # ------------------------------------------------------------------ start-up
@@ -156,7 +159,8 @@ class ControllerBackend:
         self._starting = True
         failure = "start-up failed"
         try:
-            controller = await self._open(text)
+            async with self._switching:
+                controller = await self._open(text)
         except Exception as exc:  # the session could not be opened: say so, keep the messages
             controller, failure = None, f"the session could not be opened ({exc})"
             self._notify(f"The session could not be opened: {exc}", "error")
@@ -467,8 +471,9 @@ class ControllerBackend:
         last session's shell folder, variables and kernel do not carry over)."""
         from workbench.session import workspace_of
 
-        await self._end_session()
-        await self._fresh_sandbox(workspace_of(self.config))
+        async with self._switching:
+            await self._end_session()
+            await self._fresh_sandbox(workspace_of(self.config))
 
     async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
         """Continue the saved session at `path` (up to event `upto`: a branch) with `text`: a
@@ -476,8 +481,9 @@ class ControllerBackend:
         from workbench.resume import load_history
 
         history = load_history(path, upto)  # a bad log fails here, before anything changes
-        await self._end_session()
-        await self._fresh_sandbox(Path(history.workspace))
+        async with self._switching:
+            await self._end_session()
+            await self._fresh_sandbox(Path(history.workspace))
         self._history = history
         await self.submit(text)
 

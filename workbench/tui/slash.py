@@ -41,11 +41,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("sessions", "Browse the saved sessions", key="ctrl+o"),
     SlashCommand(
         "rewind",
-        "Put the files back to the conversation's selected cell, then branch",
+        "Files back to the selected cell's step, then branch from it",
         key="r on a cell",
     ),
     SlashCommand("diff", "What this session changed in the workspace, as a diff"),
-    SlashCommand("model", "Change the model (settings; with a NAME: filled in)", arg="[NAME]"),
+    SlashCommand("model", "Change the model (in settings; a NAME is filled in)", arg="[NAME]"),
     SlashCommand("rules", "The confirmation rules in effect; remove one", key="ctrl+r"),
     SlashCommand("settings", "Model, confirmation, streaming, theme, step limit", key="ctrl+s"),
     SlashCommand("condense", "Condense the older history before the next LLM call"),
