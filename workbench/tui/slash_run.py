@@ -5,12 +5,57 @@ and `/model` have a few lines of their own here."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from workbench.config_schema import Config
 from workbench.tui.slash import Refused, Run
 
-if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
+
+class SlashTarget(Protocol):
+    """What slash commands use of the app (`app.WorkbenchApp`; named here, not imported, so
+    that the app, which imports this module, is not imported back)."""
+
+    config: Config | None
+    code_style: str
+
+    @property
+    def screen(self) -> Any:
+        """The screen on top."""
+
+    # Textual's own (their signatures are Textual's; any call here is one Textual takes).
+    def notify(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a toast."""
+
+    def query_one(self, *args: Any, **kwargs: Any) -> Any:
+        """A widget of the app's screen."""
+
+    def call_after_refresh(self, *args: Any, **kwargs: Any) -> Any:
+        """Run a callback after the next refresh."""
+
+    def run_worker(self, *args: Any, **kwargs: Any) -> Any:
+        """Run work in the background."""
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a screen over the app."""
+
+    # The workbench app's.
+    def run_action_now(self, action: str) -> None:
+        """Run an app action as a key binding names it."""
+
+    def action_open_session(self) -> None:
+        """The session picker."""
+
+    def action_settings(self) -> None:
+        """The settings screen."""
+
+    def open_session_file(self, path: Path) -> None:
+        """Show a saved session, read-only until a message continues it."""
+
+    def session_log_shown(self) -> Path | None:
+        """The log of the session on screen."""
+
+    def _sessions_dir(self) -> Path: ...
+
 
 SAME_AS_KEY = {
     "help": "help",
@@ -25,7 +70,7 @@ SAME_AS_KEY = {
 """Commands that run the app action of a key binding, by the action's name."""
 
 
-def run_slash(app: WorkbenchApp, parsed: Run | Refused) -> None:
+def run_slash(app: SlashTarget, parsed: Run | Refused) -> None:
     """Carry out `parsed` in `app` (a refused one: say why; nothing is sent)."""
     if isinstance(parsed, Refused):
         app.notify(parsed.why, title="Not a command", severity="warning", timeout=8, markup=False)
@@ -43,7 +88,7 @@ def run_slash(app: WorkbenchApp, parsed: Run | Refused) -> None:
         _diff(app)
 
 
-def _resume(app: WorkbenchApp, ref: str) -> None:
+def _resume(app: SlashTarget, ref: str) -> None:
     """No id: the session picker (as ctrl+o); an id: that session, ready to continue."""
     if not ref:
         app.action_open_session()
@@ -58,7 +103,7 @@ def _resume(app: WorkbenchApp, ref: str) -> None:
     app.open_session_file(path)
 
 
-def _model(app: WorkbenchApp, name: str) -> None:
+def _model(app: SlashTarget, name: str) -> None:
     """The settings screen, its model field focused (filled with `name` if given)."""
     from textual.widgets import Input
 
@@ -77,7 +122,7 @@ def _model(app: WorkbenchApp, name: str) -> None:
     app.call_after_refresh(focus_model)
 
 
-def cost_text(app: WorkbenchApp) -> str:
+def cost_text(app: SlashTarget) -> str:
     """The session's steps, tokens and cost so far (as the status bar counts them)."""
     from workbench.tui.widgets.status import StatusBar
 
@@ -111,7 +156,7 @@ def session_diff(log: Path) -> tuple[str, str]:
     return title, store.diff(first.commit, last.commit)
 
 
-def _diff(app: WorkbenchApp) -> None:
+def _diff(app: SlashTarget) -> None:
     """What the session shown changed, on a screen of its own."""
     log = app.session_log_shown()
     if log is None:
