@@ -807,7 +807,7 @@ class WorkbenchApp(App[int]):
             self.backend.pause()
         self.paused = not self.paused
         status = self.query_one(StatusBar)
-        working = status.data.state == "running"
+        working = status.data.state in ("running", "awaiting_confirmation")
         # Shown at once: the agent stops only once its current step (a long command) ends.
         status.set(pending="pausing…" if self.paused and working else "")
         if self.paused and working:
@@ -838,6 +838,7 @@ class WorkbenchApp(App[int]):
         self._leave_saved()
         self.query_one(ConfirmPanel).hide()  # its question went with the session
         self.query_one(ConversationView).clear()
+        self.query_one(ConversationView).show_waiting_task("")  # given back, if one waited
         self.query_one(JupyterPane).clear()
         self.query_one(ShellPane).reset()
         self.actions.clear()

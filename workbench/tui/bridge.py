@@ -68,6 +68,8 @@ class ControllerBackend:
         self._starting = False
         """A task is waiting for start-up or for its session; later messages queue for it."""
         self._early: list[str] = []
+        self._abandoned = False
+        """A new session was asked for while a task waited for start-up: it is given back."""
         """Messages sent while `_starting`: they go to the agent right after the task."""
         self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None, str]]] = {}
         self._waiting: dict[int, ActionEvent] = {}
@@ -157,6 +159,7 @@ class ControllerBackend:
             self._notify("No model set: open Settings (ctrl+s) and set one.", "error")
             return
         self._starting = True
+        self._abandoned = False
         failure = "start-up failed"
         try:
             async with self._switching:
@@ -167,6 +170,9 @@ class ControllerBackend:
         finally:
             self._starting = False
         early, self._early = self._early, []
+        if controller is None and self._abandoned:
+            self._give_back([text, *early], "a new session was started before it began")
+            return
         if controller is None:
             self._give_back(early, failure)
             return
@@ -183,6 +189,8 @@ class ControllerBackend:
         await self._sandbox_ready.wait()
         if waiting:
             self._post_waiting("")
+        if self._abandoned:
+            return None
         if self._failed:
             self._notify("; ".join(self._failed.values()), "error")
             return None
@@ -471,6 +479,7 @@ class ControllerBackend:
         last session's shell folder, variables and kernel do not carry over)."""
         from workbench.session import workspace_of
 
+        self._abandoned = self._starting  # a task waiting for start-up is not begun after this
         async with self._switching:
             await self._end_session()
             await self._fresh_sandbox(workspace_of(self.config))

@@ -152,7 +152,7 @@ def session_diff(log: Path) -> tuple[str, str]:
         )
     store = CheckpointStore(found.store, found.workspace, key="diff")
     first, last = found.steps[0], found.steps[-1]
-    title = f"Session {found.session_id}: what it changed in {found.workspace}"
+    title = f"What session {found.session_id} changed"
     return title, store.diff(first.commit, last.commit)
 
 

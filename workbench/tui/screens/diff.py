@@ -22,7 +22,7 @@ class DiffScreen(ModalScreen[None]):
         width: 95%; height: 90%;
         border: round $primary; background: $surface; padding: 0 1;
     }
-    #diff-title { text-style: bold; color: $primary; }
+    #diff-title { text-style: bold; color: $primary; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close")]
