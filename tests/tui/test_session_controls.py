@@ -179,3 +179,33 @@ async def test_ctrl_n_reads_the_config_again(tmp_path: Path) -> None:
             assert status.data.mark == "read-only"
             await app.action_quit()
         await asyncio.sleep(0)
+
+
+@pytest.mark.timeout(120)
+async def test_ctrl_n_gives_back_a_task_that_waits_for_start_up(tmp_path: Path) -> None:
+    """Item 5: a task sent before start-up was done started after ctrl+n, in the new session's
+    view; it goes back into the input box instead, and no session begins."""
+    from workbench.start_checks import StartQuestion
+
+    with ScriptedLLMServer({"steps": [], "default": FINISH}) as server:
+        config = load_config(
+            env=_env(tmp_path, server), overrides={"sandbox.workspace": str(tmp_path / "ws")}
+        )
+        app, backend = _app(config, tmp_path)
+        app.initial_task = "count the files"  # as `workbench -t TASK` sends it
+        # Start-up waits for this answer, so the task surely waits.
+        app.start_questions = [StartQuestion("Go on?", "A question before start-up.", "Yes")]
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            status, prompt = app.query_one(StatusBar), app.query_one(PromptInput)
+            conversation = app.query_one(ConversationView)
+            await _until(pilot, lambda: "Starting once" in conversation.empty_text, "the wait")
+            app.action_new_session()
+            await pilot.pause()
+            assert "Starting once" not in conversation.empty_text
+            await pilot.press("y")  # the sandbox starts now
+            await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox")
+            await _until(pilot, lambda: prompt.text == "count the files", "the task back")
+            assert backend.session is None and server.requests == []
+            assert status.data.state == "idle" and not conversation.cells
+            await app.action_quit()
+        await asyncio.sleep(0)
