@@ -350,6 +350,7 @@ def load_config(
 ) -> Config:
     """Build the configuration; `path` is `--config` (else the default file, if it exists)."""
     env = os.environ if env is None else env
+    path_given = path
     flat: dict[str, Any] = {}
     sources: dict[str, str] = {}
     source_file: Path | None = None
@@ -387,6 +388,7 @@ def load_config(
         config._mcp_base = source_file.resolve().parent  # relative MCP paths start there
     config._project_file = project.path if project is not None else None
     config._project_trust = project
+    config._loaded_with = (path_given, env, dict(overrides or {}))
     if config.security.examples:
         _check_rule_examples(config, sources.get("security.examples", "config"))
     return config

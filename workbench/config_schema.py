@@ -462,6 +462,8 @@ class Config(Section):
     _mcp_base: Path | None = PrivateAttr(default=None)
     _project_file: Path | None = PrivateAttr(default=None)
     _project_trust: Any = PrivateAttr(default=None)
+    _loaded_with: Any = PrivateAttr(default=None)
+    """(path, env, overrides) given to `load_config`: what `config_reload` reads again."""
 
     @property
     def source_file(self) -> Path | None:

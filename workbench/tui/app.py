@@ -57,6 +57,8 @@ from workbench.tui.messages import (
     QueuedMessagesReturned,
     RewindRequested,
     ShellInputSubmitted,
+    SlashEntered,
+    SlashMatchesChanged,
     StrayKey,
     TaskWaiting,
 )
@@ -68,6 +70,7 @@ from workbench.tui.widgets.jupyter import JupyterPane
 from workbench.tui.widgets.panes import ToolPane
 from workbench.tui.widgets.prompt import PLACEHOLDER, PromptInput
 from workbench.tui.widgets.shell import ShellPane
+from workbench.tui.widgets.slash_popup import SlashPopup
 from workbench.tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
@@ -206,6 +209,8 @@ class WorkbenchApp(App[int]):
         """The saved session shown read-only (Ctrl-O, `--resume`) or a branch not yet begun."""
         self._last_escape = -1e9  # time.monotonic() of the last esc, for esc esc
         self._held: list[ProgressChanged] = []
+        self._ended_logs: set[Path] = set()
+        """Logs of sessions ended here (ctrl+n): their late events are not shown."""
         """Start-up news that came while a question was on screen: shown once it closes."""
         folders = [theme_files.builtin_themes_dir()]
         if user_themes is not None:
@@ -240,6 +245,7 @@ class WorkbenchApp(App[int]):
                 with TabPane("Browser", id="tab-browser"):
                     yield BrowserPane(self.image_mode, id="browser")
         yield ConfirmPanel(id="confirm")
+        yield SlashPopup(id="slash-popup")
         yield PromptInput(id="prompt")
         yield StatusBar(self.clock, id="status")
         yield Footer(compact=True)
@@ -440,11 +446,15 @@ class WorkbenchApp(App[int]):
             self.query_one(ShellPane).feed(event)
 
     def on_event_arrived(self, message: EventArrived) -> None:
-        """An event from the controller."""
+        """An event from the controller (one of a session ended since is dropped)."""
+        if message.log is not None and message.log in self._ended_logs:
+            return
         self.feed_event(message.event, message.live)
 
     def on_model_call_changed(self, message: ModelCallChanged) -> None:
         """A model call started, streamed, was retried or ended: the conversation shows it."""
+        if message.log is not None and message.log in self._ended_logs:
+            return
         self.query_one(ConversationView).show_activity(message.activity)
 
     def _route(self, event: Event, live: bool, account: bool = True) -> None:
@@ -489,6 +499,10 @@ class WorkbenchApp(App[int]):
             if event.state == "running" and status.data.state in _RUN_STARTS_FROM:
                 status.set(run_steps=0)  # a new run: the controller counts its steps afresh
             status.set(state=event.state)
+            if event.state == "paused" or event.state in ENDED_STATES:
+                status.set(pending="")  # "pausing…" came true, or the run ended first
+            if event.state in ENDED_STATES and self.paused and live:
+                self.action_toggle_pause()  # a pause asked for this run does not hold the next
             data = status.data
             if event.state == "running" and live:
                 if data.started is None:
@@ -567,6 +581,16 @@ class WorkbenchApp(App[int]):
             severity="warning",
             markup=False,
         )
+
+    def on_slash_matches_changed(self, message: SlashMatchesChanged) -> None:
+        """A slash command is being typed: list what it may be above the input box."""
+        self.query_one(SlashPopup).show(message.matches, message.index)
+
+    def on_slash_entered(self, message: SlashEntered) -> None:
+        """A slash command was sent: run it (one that is no command: say so)."""
+        from workbench.tui.slash_run import run_slash
+
+        run_slash(self, message.parsed)
 
     def on_stray_key(self, message: StrayKey) -> None:
         """A letter typed in the conversation: into the input box, which takes the focus."""
@@ -786,7 +810,14 @@ class WorkbenchApp(App[int]):
         else:
             self.backend.pause()
         self.paused = not self.paused
-        self.notify("Paused after this step" if self.paused else "Resumed", timeout=2)
+        status = self.query_one(StatusBar)
+        working = status.data.state in ("running", "awaiting_confirmation")
+        # Shown at once: the agent stops only once its current step (a long command) ends.
+        status.set(pending="pausing…" if self.paused and working else "")
+        if self.paused and working:
+            self.notify("Pausing after the current step", timeout=2)
+        elif status.data.state not in ENDED_STATES:
+            self.notify("Paused" if self.paused else "Resumed", timeout=2)
 
     def action_stop(self) -> None:
         """Stop the agent."""
@@ -802,9 +833,16 @@ class WorkbenchApp(App[int]):
             self.notify("No session to condense yet", timeout=3)
 
     def action_new_session(self) -> None:
-        """Clear the panes; the next message starts a new session."""
+        """End the session open now (nothing more of it is shown), read the config again and
+        clear the panes; the next message starts a new session."""
+        if self.backend is not None and (ended := self.backend.current_log()) is not None:
+            self._ended_logs.add(ended)
+        self.paused = False
+        self._reread_config()
         self._leave_saved()
+        self.query_one(ConfirmPanel).hide()  # its question went with the session
         self.query_one(ConversationView).clear()
+        self.query_one(ConversationView).show_waiting_task("")  # given back, if one waited
         self.query_one(JupyterPane).clear()
         self.query_one(ShellPane).reset()
         self.actions.clear()
@@ -818,10 +856,43 @@ class WorkbenchApp(App[int]):
             state="idle",
             started=None,
             ended=None,
+            pending="",
         )
         self.query_one(PromptInput).focus()  # a new session starts with typing
         if self.backend is not None:
             self._background(self.backend.new_session(), "backend")
+
+    def _reread_config(self) -> None:
+        """Read the config again (edited since?); one that does not load: say why, keep the
+        one in use."""
+        from pydantic import ValidationError
+
+        from workbench.config import ConfigError
+        from workbench.config_reload import adopt, reread
+        from workbench.tui.start_flow import offer_trust
+
+        config = self.config
+        if config is None:
+            return
+        before = config.project_trust
+        try:
+            fresh = reread(config)
+        except (ConfigError, ValidationError, OSError) as exc:
+            self.notify(
+                f"The configuration was not read again, the one in use stays: {exc}",
+                title="Configuration error",
+                severity="error",
+                timeout=20,
+                markup=False,
+            )
+            return
+        if fresh is None or not adopt(config, fresh):
+            return
+        self.query_one(StatusBar).set(model=config.llm.model, max_steps=config.agent.max_iterations)
+        self.query_one(ConversationView).set_welcome(self._workspace_shown(), config.llm.model)
+        after = config.project_trust
+        if after is not None and (before is None or before.digest != after.digest):
+            offer_trust(self, config)  # the project's file changed: its allow rules wait
 
     def action_open_session(self) -> None:
         """Pick a saved session and show it."""
@@ -991,6 +1062,11 @@ class WorkbenchApp(App[int]):
 
     def _palette_action(self, action: str) -> None:
         """Run a palette entry's action now (an async one as a worker)."""
+        self.run_action_now(action)
+
+    def run_action_now(self, action: str) -> None:
+        """Run the app action `action` (as a key binding names it) now; an async one as a
+        worker (the palette and slash commands)."""
         _, name, params = parse_action(action)
         result = getattr(self, f"action_{name}")(*params)
         if inspect.isawaitable(result):
@@ -1006,6 +1082,7 @@ class WorkbenchApp(App[int]):
 def key_groups(app: WorkbenchApp) -> list[KeyGroup]:
     """Every key of the app, grouped by where it works (for the help screen)."""
     from workbench.tui.screens.help import KeyGroup, bindings_of, describe
+    from workbench.tui.slash import help_rows as slash_help_rows
 
     def group(
         title: str,
@@ -1032,8 +1109,12 @@ def key_groups(app: WorkbenchApp) -> list[KeyGroup]:
             "Input box",
             PromptInput,
             before=(("enter", "Send (while the agent works: queued for its next step)"),),
-            after=(("↑ / ↓", "Earlier messages"), ("tab", "Next pane")),
+            after=(
+                ("↑ / ↓", "Earlier messages (while / commands are listed: pick one)"),
+                ("tab", "Next pane (while / commands are listed: complete the picked one)"),
+            ),
         ),
+        KeyGroup("Slash commands (type them in the input box)", slash_help_rows()),
         group(
             "Conversation (tab to it, or click a cell)",
             ConversationView,

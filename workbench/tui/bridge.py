@@ -17,12 +17,14 @@ import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.events import ActionEvent, ConfirmationRequestEvent, Event, LLMActivity
 
 if TYPE_CHECKING:
+    from sandbox.protocol import CommandFinished, OutputChunk
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config
     from workbench.controller import Controller
@@ -66,6 +68,8 @@ class ControllerBackend:
         self._starting = False
         """A task is waiting for start-up or for its session; later messages queue for it."""
         self._early: list[str] = []
+        self._abandoned = False
+        """A new session was asked for while a task waited for start-up: it is given back."""
         """Messages sent while `_starting`: they go to the agent right after the task."""
         self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None, str]]] = {}
         self._waiting: dict[int, ActionEvent] = {}
@@ -74,6 +78,13 @@ class ControllerBackend:
         """A saved session the next session continues (`continue_session`)."""
         self._runtime_used = False
         """A session ran in the sandbox: its shell state is not a fresh one any more."""
+        self._live: Controller | None = None
+        """The controller whose events reach the app: none once its session is ending."""
+        self._started_with = ""
+        self._switching = asyncio.Lock()
+        """Held while one session ends and the next one's sandbox starts: a task sent right
+        after ctrl+n waits for that sandbox instead of finding none."""
+        """The sandbox's settings (`_sandbox_settings`) when it was started."""
 
     # ------------------------------------------------------------------ start-up
 
@@ -115,6 +126,7 @@ class ControllerBackend:
         from workbench.session import make_runtime, runtime_limits, runtime_warning, start_mcp
 
         self._progress("sandbox", "starting…")
+        self._started_with = self._sandbox_settings()
         try:
             # Off the event loop: the runtime walks the workspace once (~1 s per 50k files).
             runtime = await asyncio.to_thread(make_runtime, self.config)
@@ -147,15 +159,20 @@ class ControllerBackend:
             self._notify("No model set: open Settings (ctrl+s) and set one.", "error")
             return
         self._starting = True
+        self._abandoned = False
         failure = "start-up failed"
         try:
-            controller = await self._open(text)
+            async with self._switching:
+                controller = await self._open(text)
         except Exception as exc:  # the session could not be opened: say so, keep the messages
             controller, failure = None, f"the session could not be opened ({exc})"
             self._notify(f"The session could not be opened: {exc}", "error")
         finally:
             self._starting = False
         early, self._early = self._early, []
+        if controller is None and self._abandoned:
+            self._give_back([text, *early], "a new session was started before it began")
+            return
         if controller is None:
             self._give_back(early, failure)
             return
@@ -172,6 +189,8 @@ class ControllerBackend:
         await self._sandbox_ready.wait()
         if waiting:
             self._post_waiting("")
+        if self._abandoned:
+            return None
         if self._failed:
             self._notify("; ".join(self._failed.values()), "error")
             return None
@@ -251,10 +270,12 @@ class ControllerBackend:
             self.session.close()
             self.session = None
             raise
-        controller.subscribe(self._on_event)
-        controller.subscribe_activity(self._on_activity)
-        if self.app is not None:
-            controller.subscribe_output(self.app.feed_output)
+        # Only while it is the session open: a session ended (ctrl+n) says nothing more.
+        self._live = controller
+        log_path = self.session.path
+        controller.subscribe(partial(self._on_event, controller, log_path))
+        controller.subscribe_activity(partial(self._on_activity, controller, log_path))
+        controller.subscribe_output(partial(self._on_output, controller))
         if history is not None:
             controller.restore(history)  # the note that the shell starts afresh is shown too
             if history.files_restored:
@@ -262,17 +283,21 @@ class ControllerBackend:
         self.controller = controller
         return controller
 
-    def _on_event(self, event: Event) -> None:
+    def _on_event(self, controller: Controller, log_path: Path, event: Event) -> None:
         from workbench.tui.messages import EventArrived
 
-        if self.app is not None:
-            self.app.post_message(EventArrived(event))
+        if self.app is not None and self._live is controller:
+            self.app.post_message(EventArrived(event, log=log_path))
 
-    def _on_activity(self, activity: LLMActivity) -> None:
+    def _on_activity(self, controller: Controller, log_path: Path, activity: LLMActivity) -> None:
         from workbench.tui.messages import ModelCallChanged
 
-        if self.app is not None:
-            self.app.post_message(ModelCallChanged(activity))
+        if self.app is not None and self._live is controller:
+            self.app.post_message(ModelCallChanged(activity, log_path))
+
+    def _on_output(self, controller: Controller, event: OutputChunk | CommandFinished) -> None:
+        if self.app is not None and self._live is controller:
+            self.app.feed_output(event)
 
     def _post_waiting(self, text: str) -> None:
         from workbench.tui.messages import TaskWaiting
@@ -463,8 +488,10 @@ class ControllerBackend:
         last session's shell folder, variables and kernel do not carry over)."""
         from workbench.session import workspace_of
 
-        await self._end_session()
-        await self._fresh_sandbox(workspace_of(self.config))
+        self._abandoned = self._starting  # a task waiting for start-up is not begun after this
+        async with self._switching:
+            await self._end_session()
+            await self._fresh_sandbox(workspace_of(self.config))
 
     async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
         """Continue the saved session at `path` (up to event `upto`: a branch) with `text`: a
@@ -472,16 +499,17 @@ class ControllerBackend:
         from workbench.resume import load_history
 
         history = load_history(path, upto)  # a bad log fails here, before anything changes
-        await self._end_session()
-        await self._fresh_sandbox(Path(history.workspace))
+        async with self._switching:
+            await self._end_session()
+            await self._fresh_sandbox(Path(history.workspace))
         self._history = history
         await self.submit(text)
 
     async def _fresh_sandbox(self, workspace: Path) -> None:
         """A sandbox on `workspace` that no session has used yet (restarted if need be)."""
         same = _is_workspace_of(self.config, workspace)
-        if same and not self._runtime_used:
-            return  # the sandbox starting or started now is new and on that workspace
+        if same and not self._runtime_used and self._started_with == self._sandbox_settings():
+            return  # the sandbox starting or started now is new, on that workspace, as configured
         await self._sandbox_ready.wait()
         old, self.runtime = self.runtime, None
         if self._mcp is not None:  # its servers go with the old sandbox
@@ -502,8 +530,23 @@ class ControllerBackend:
         """The log of the session open now (None before the first task)."""
         return self.session.path if self.session is not None else None
 
+    def _sandbox_settings(self) -> str:
+        """What a sandbox is made from, but its workspace: a changed one (the config read
+        again) needs a new sandbox."""
+        import json
+
+        config = self.config
+        parts = {
+            "sandbox": config.sandbox.model_dump(mode="json", exclude={"workspace"}),
+            "mcp": config.mcp.model_dump(mode="json"),
+            "mcp_base": str(config.mcp_base),
+            "agent": config.agent.model_dump(mode="json"),
+        }
+        return json.dumps(parts, sort_keys=True)
+
     async def _end_session(self) -> None:
         self._history = None
+        self._live = None  # what it says while it stops is not shown in the next session
         self.stop()
         if self._run is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):

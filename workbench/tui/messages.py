@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from textual.message import Message
 
 from workbench.events import Event, LLMActivity
+from workbench.tui.slash import Refused, Run, SlashCommand
 
 ConfirmAnswer = Literal["approve", "reject", "always"]
 
@@ -14,18 +16,22 @@ ConfirmAnswer = Literal["approve", "reject", "always"]
 class EventArrived(Message):
     """The controller (or a loaded session) produced `event`."""
 
-    def __init__(self, event: Event, live: bool = True) -> None:
+    def __init__(self, event: Event, live: bool = True, log: Path | None = None) -> None:
         super().__init__()
         self.event = event
         self.live = live
+        self.log = log
+        """The log of the session it belongs to, if known (one that ended is not shown)."""
 
 
 class ModelCallChanged(Message):
     """A model call started, streamed text, was retried or ended (shown, never logged)."""
 
-    def __init__(self, activity: LLMActivity) -> None:
+    def __init__(self, activity: LLMActivity, log: Path | None = None) -> None:
         super().__init__()
         self.activity = activity
+        self.log = log
+        """The log of the session it belongs to, if known (one that ended is not shown)."""
 
 
 class ProgressChanged(Message):
@@ -115,3 +121,21 @@ class StrayKey(Message):
     def __init__(self, character: str) -> None:
         super().__init__()
         self.character = character
+
+
+class SlashEntered(Message):
+    """The person sent a slash command (`parsed` is a `slash.Run` or a `slash.Refused`)."""
+
+    def __init__(self, parsed: Run | Refused) -> None:
+        super().__init__()
+        self.parsed = parsed
+
+
+class SlashMatchesChanged(Message):
+    """The slash commands that complete what is typed changed (empty: none); `index` is the
+    one picked (tab takes it)."""
+
+    def __init__(self, matches: list[SlashCommand], index: int) -> None:
+        super().__init__()
+        self.matches = matches
+        self.index = index

@@ -1,5 +1,9 @@
 """The input box: multi-line (ctrl+j or shift+enter add a line), enter sends, up/down recall
-earlier messages. It stays usable while the agent works; what is sent then is queued."""
+earlier messages. It stays usable while the agent works; what is sent then is queued.
+
+Text starting with `/` is a slash command (`workbench.tui.slash`): while one is typed, the
+commands it may be are listed (the app shows them above the box), the picked one's rest shows
+greyed after the cursor; tab or right takes it, up/down pick another, enter runs it."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
 
-from workbench.tui.messages import PromptSubmitted
+from workbench.tui.messages import PromptSubmitted, SlashEntered, SlashMatchesChanged
+from workbench.tui.slash import Refused, Send, SlashCommand, completions, find, parse
 
 PLACEHOLDER = "Type a task and press enter · ctrl+j new line · ↑ earlier messages"
 TYPING_PAUSE_S = 1.5
@@ -40,6 +45,10 @@ class PromptInput(TextArea):
         self._draft = ""
         self._typed_at = -1e9  # time.monotonic() of the last key pressed here
         self.queued: list[str] = []  # sent while the agent worked, not read by it yet
+        self.matches: list[SlashCommand] = []
+        """The slash commands that complete what is typed (empty: not typing one)."""
+        self.pick = 0
+        """The index in `matches` of the one tab takes."""
 
     def add_queued(self, text: str) -> None:
         """`text` waits for the agent's next step: the box's border says so until it is read."""
@@ -72,8 +81,52 @@ class PromptInput(TextArea):
         recent = time.monotonic() - self._typed_at < within_s
         return self.has_focus and (bool(self.text.strip()) or recent)
 
+    def update_suggestion(self) -> None:
+        """While a slash command is typed: the commands it may be (posted for the list above
+        the box) and the rest of the picked one, greyed after the cursor."""
+        typed = self.text
+        at_end = self.cursor_location == self.document.end
+        matches = completions(typed) if at_end else []
+        if [m.name for m in matches] != [m.name for m in self.matches]:
+            self.matches, self.pick = matches, 0
+            self.post_message(SlashMatchesChanged(matches, 0))
+        picked = self.matches[self.pick].name if self.matches else ""
+        word = typed[1:].lower()
+        self.suggestion = picked[len(word) :] if picked.startswith(word) and at_end else ""
+
+    def _move_pick(self, delta: int) -> None:
+        self.pick = (self.pick + delta) % len(self.matches)
+        self.post_message(SlashMatchesChanged(self.matches, self.pick))
+        self.update_suggestion()
+
+    def take_pick(self) -> None:
+        """Complete the slash command being typed to the picked one."""
+        command = self.matches[self.pick]
+        self.load_text(f"/{command.name}" + (" " if command.arg else ""))
+        self.move_cursor(self.document.end)
+        self.update_suggestion()  # the list shows the one taken
+
+    def _slash_key(self, key: str) -> bool:
+        """Tab, up, down or enter while slash commands are listed; True if it was used."""
+        if not self.matches:
+            return False
+        if key == "tab":
+            self.take_pick()
+        elif key in ("up", "down") and len(self.matches) > 1:
+            self._move_pick(-1 if key == "up" else 1)
+        elif key == "enter" and find(self.text.strip()[1:].lower()) is None:
+            self.take_pick()  # "/he" + enter runs /help, as the list showed
+            self.submit()
+        else:
+            return False
+        return True
+
     async def _on_key(self, event: events.Key) -> None:
         self._typed_at = time.monotonic()
+        if self._slash_key(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -115,14 +168,24 @@ class PromptInput(TextArea):
         self.insert("\n")
 
     def submit(self) -> None:
-        """Send the text (if any) and remember it."""
-        text = self.text.strip()
+        """Send the text (if any) and remember it; a slash command runs instead (one that is
+        no command stays in the box, to fix, and is not sent)."""
+        raw = self.text
+        text = raw.strip()
         if not text:
             return
-        if not self.sent or self.sent[-1] != text:
-            self.sent.append(text)
+        parsed = parse(raw)
+        if isinstance(parsed, Refused):
+            self.post_message(SlashEntered(parsed))
+            return
+        kept = f" {text}" if raw[:1].isspace() and text.startswith("/") else text
+        if not self.sent or self.sent[-1] != kept:
+            self.sent.append(kept)
         self._recall = len(self.sent)
         self._draft = ""
         self._typed_at = -1e9  # sent: done typing
         self.load_text("")
-        self.post_message(PromptSubmitted(text))
+        if isinstance(parsed, Send):
+            self.post_message(PromptSubmitted(parsed.text))
+        else:
+            self.post_message(SlashEntered(parsed))

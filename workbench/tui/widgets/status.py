@@ -32,6 +32,8 @@ class StatusData:
     """When it finished, stopped or failed: the elapsed time stands still from then on."""
     mark: str = ""
     """Shown first, highlighted: e.g. "read-only" while a saved session is only viewed."""
+    pending: str = ""
+    """Shown instead of a "running" state: what was asked and is on its way ("pausing…")."""
 
 
 _SHORT_STATES = {"awaiting confirmation": "confirm?", "awaiting user": "your turn"}
@@ -104,7 +106,7 @@ class StatusBar(Widget):
         tokens = _tokens(d.prompt_tokens + d.completion_tokens)
         now = d.ended if d.ended is not None else self.clock()
         elapsed = _elapsed(now - d.started) if d.started is not None else "--:--"
-        state = d.state.replace("_", " ")
+        state = d.pending if d.pending and d.state == "running" else d.state.replace("_", " ")
         state_style = "reverse" if d.state == "awaiting_confirmation" else ""
         mark = [(f" {d.mark.upper()} ", "bold reverse")] if d.mark else []
         if not compact:
