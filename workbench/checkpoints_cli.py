@@ -275,7 +275,11 @@ def rewind_command(argv: Sequence[str]) -> int:
     parser = _parser("rewind", "Make the workspace what it was after a step of a session.")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--to", type=int, metavar="N", help="the step (0: before the first)")
-    which.add_argument("--undo", action="store_true", help="undo this session's last rewind")
+    which.add_argument(
+        "--undo",
+        action="store_true",
+        help="undo this session's last rewind or undo (repeat it to walk back)",
+    )
     parser.add_argument("--yes", action="store_true", help="do it without asking")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
