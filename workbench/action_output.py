@@ -104,7 +104,7 @@ async def cut_short(
             note = f"{why}; it had not ended when this was recorded and may still be running."
             code, cwd, running = -1, None, True
         else:
-            note = f"{why}: the output until then is above, and the command did not finish."
+            note = f"{why}; what it printed until then is above."
             code, cwd, running = end.exit_code, end.cwd, False
         return CmdOutputObservation(
             command=action.command,
