@@ -86,8 +86,9 @@ class LiveOutput:
 
 def _why_stopped(status: str, reason: str, seconds: float) -> str:
     after = f"after {seconds:.0f} s" if seconds >= 1 else "at once"
-    if status == "interrupted":
-        return f"Interrupted by the person {after} ({reason})"
+    if status == "interrupted":  # a signal from another process is no person's stop
+        who = "" if "another process" in reason else " by the person"
+        return f"Interrupted{who} {after} ({reason})"
     return f"Stopped {after}: the run reached a limit ({reason})"
 
 
