@@ -19,6 +19,7 @@ from sandbox.protocol import (
     CmdRunAction,
     CommandFinished,
     ErrorObservation,
+    IPythonAction,
     StreamEvent,
 )
 from sandbox.truncate import DEFAULT_LIMIT, HeadTailBuffer
@@ -39,10 +40,18 @@ class LiveOutput:
         self._finished: CommandFinished | None = None
         self._ended: asyncio.Event | None = None
         self._active = False
+        self._source = ""
         self.started = 0.0
 
-    def begin(self) -> None:
-        """An action starts: forget what came before."""
+    def begin(self, action: AnyAction) -> None:
+        """`action` starts: forget what came before."""
+        # Output of the command before can trail on the stream: a new command's or cell's
+        # events name it (the shell names the command as it split it: part of the text).
+        self._source = ""
+        if isinstance(action, CmdRunAction) and not action.is_input:
+            self._source = action.command
+        elif isinstance(action, IPythonAction):
+            self._source = action.code
         self._buffer = HeadTailBuffer(self._limit)
         self._finished = None
         self._ended = asyncio.Event()
@@ -55,7 +64,7 @@ class LiveOutput:
 
     def feed(self, event: StreamEvent) -> None:
         """Take one stream event (an output subscriber of the controller)."""
-        if not self._active:
+        if not self._active or (self._source and event.command.strip() not in self._source):
             return
         if isinstance(event, CommandFinished):
             self._finished = event

@@ -525,7 +525,7 @@ class Controller(EventHub):
                 if decision.verdict == "stop":
                     raise _Stop("rejected", decision.reason or decision.rule)
                 return
-        self._live.begin()
+        self._live.begin(action)
         try:
             observation = await self._guard(tool.execute(action, self._tool_context))
         except SandboxError as exc:

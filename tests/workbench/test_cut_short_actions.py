@@ -43,14 +43,14 @@ def printed(seen: list[StreamEvent]) -> str:
 def the_observation(controller: Controller) -> Any:
     """The one observation of the loop's action, from the log as written."""
     loaded = read(controller.session.path)
-    action = next(e for e in loaded.events if isinstance(e, ActionEvent))
+    action = next(e for e in loaded.events if isinstance(e, ActionEvent) and LOOP in str(e))
     found = [e for e in loaded.events if isinstance(e, ObservationEvent) and e.cause == action.id]
     assert len(found) == 1, found
     return found[0].observation
 
 
 async def test_the_persons_stop_is_recorded_with_the_output_so_far(tmp_path: Path) -> None:
-    async with harness(tmp_path, [bash(LOOP), finish()]) as h:
+    async with harness(tmp_path, [bash("echo warm-up"), bash(LOOP), finish()]) as h:
         seen = ticks_seen(h.controller)
         running = asyncio.ensure_future(h.controller.run("count"))
         await until(lambda: "tick 3" in printed(seen))
@@ -61,6 +61,7 @@ async def test_the_persons_stop_is_recorded_with_the_output_so_far(tmp_path: Pat
         assert isinstance(obs, CmdOutputObservation), obs
         assert obs.exit_code == 130 and not obs.running
         assert "tick 1\ntick 2\ntick 3" in obs.content and "tick 60" not in obs.content
+        assert "warm-up" not in obs.content  # the command before is not this one's output
         assert obs.note is not None and "Interrupted by the person" in obs.note
         # The model's next request says so, instead of "not carried out".
         again = await asyncio.wait_for(h.controller.run("go on"), 20)
