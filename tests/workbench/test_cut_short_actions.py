@@ -8,17 +8,21 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from headless_harness import bash, cli_env, finish, harness, run_cli, until
+from headless_harness import bash, cli_env, finish, harness, json_lines, run_cli, until
 
 from sandbox.protocol import CmdOutputObservation, ErrorObservation, StreamEvent
 from workbench.controller import Controller
 from workbench.events import ActionEvent, ObservationEvent
 from workbench.llm import load_litellm
 from workbench.session_log import read
+from workbench.testing.llm_server import ScriptedLLMServer
 
 LOOP = "for i in $(seq 1 60); do echo tick $i; sleep 0.2; done"
 """Twelve seconds of ticks: a stop always lands in the middle of it."""
@@ -110,3 +114,37 @@ async def test_a_sandbox_that_dies_mid_command_leaves_the_output_so_far(
     if restarts:  # the model read it in its next request
         answer = h.server.requests[-1]["messages"][-1]
         assert answer["role"] == "tool" and "tick 3" in answer["content"]
+
+
+def test_ctrl_c_in_headless_records_the_command_as_interrupted(tmp_path: Path) -> None:
+    """The CLI: `workbench --headless`, Ctrl-C (SIGINT) while the loop runs."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    counting = "for i in $(seq 1 100); do echo tick $i; echo $i > n.txt; sleep 0.2; done"
+    with ScriptedLLMServer([bash(counting)]) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "WORKBENCH_"))}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workbench", "--headless", "--json", "-t", "count"],
+            env={**env, **cli_env(tmp_path, server.base_url)},
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        counter = workspace / "n.txt"
+        deadline = time.monotonic() + 60
+        while not (counter.exists() and counter.read_text().strip() not in ("", "1", "2")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    summary = json_lines(out)[-1]
+    found = [e for e in read(Path(summary["log"])).events if isinstance(e, ObservationEvent)]
+    assert len(found) == 1, found
+    obs = found[0].observation
+    assert isinstance(obs, CmdOutputObservation) and obs.exit_code == 130, obs
+    assert "tick 1\ntick 2\ntick 3" in obs.content and "tick 100" not in obs.content
+    assert obs.note is not None and "Interrupted by the person" in obs.note
+    assert "Ctrl-C" in obs.note
