@@ -36,7 +36,7 @@ from pathlib import Path
 
 from sandbox.checkpoint_changes import Changes, Checkpoint, under
 from sandbox.checkpoint_reads import misread
-from sandbox.checkpoint_scope import APP_EXCLUDE, APP_FOLDER, agent_paths, agent_tree
+from sandbox.checkpoint_scope import agent_paths, agent_tree, app_folders, is_app_path
 from sandbox.store_files import (
     CheckpointError,
     check_store,
@@ -129,7 +129,16 @@ class CheckpointStore:
     _refresh_after: float = field(default=0.0, init=False, repr=False)
     _checked: bool = field(default=False, init=False, repr=False)
     _scoped: bool = field(default=False, init=False, repr=False)
-    """The app's folder is known to be out of this key's index (`checkpoint_scope.py`)."""
+    """The app's folders are known to be out of this key's index (`checkpoint_scope.py`)."""
+    _app_folders: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def app(self) -> tuple[str, ...]:
+        """The app's own folders in the workspace: in no checkpoint, never restored."""
+        if self._app_folders is None:
+            self._app_folders = app_folders(self.workspace, self.path)
+        return self._app_folders
+
     _unborn: set[str] = field(default_factory=set, init=False, repr=False)
     """Folders left out: repositories without a commit, which `git add` refuses."""
 
@@ -258,7 +267,7 @@ class CheckpointStore:
         unborn = ("/" + glob_escape(p) + "/" for p in sorted(self._unborn))
         lines = [
             *self.ignore,
-            APP_EXCLUDE,
+            *("/" + glob_escape(f) + "/" for f in self.app),
             *unborn,
             _MANAGED,
             *("/" + glob_escape(p) for p in large),
@@ -358,11 +367,13 @@ class CheckpointStore:
 
     def _leave_app_folder(self) -> None:
         """Keep the app's own folder out (a store or index made before that rule holds it)."""
-        excludes = read_file(self.path, self.path / "info" / "exclude") or b""
-        if APP_EXCLUDE.encode() not in excludes.splitlines():
+        excludes = (read_file(self.path, self.path / "info" / "exclude") or b"").decode()
+        lines = excludes.splitlines()
+        if any("/" + glob_escape(f) + "/" not in lines for f in self.app):
             self._write_excludes(self._large_now())
         if self.index_file.exists():
-            self._git("rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", APP_FOLDER)
+            rm = ("--literal-pathspecs", "rm", "--cached", "-r", "-q", "--ignore-unmatch", "--")
+            self._git(*rm, *self.app)
         self._scoped = True
 
     def _reread(self, wanted: set[str] | None) -> None:
@@ -395,7 +406,9 @@ class CheckpointStore:
             for root, dirs, names in os.walk(self.workspace / folder):
                 rel = os.path.relpath(root, self.workspace)
                 entries = len(dirs) + len(names)
-                dirs[:] = [d for d in dirs if d not in skip]
+                dirs[:] = [
+                    d for d in dirs if d not in skip and not is_app_path(f"{rel}/{d}", self.app)
+                ]
                 kept = [n for n in names if not any(fnmatch(n, p) for p in names_out)]
                 files.extend(f"{rel}/{name}" for name in kept)
                 if not entries:
@@ -500,7 +513,7 @@ class CheckpointStore:
             names = self._git("ls-tree", "-r", "-z", "--name-only", new).decode(
                 errors="surrogateescape"
             )
-            return Changes(added=agent_paths(sorted(n for n in names.split("\0") if n)))
+            return Changes(added=agent_paths(sorted(n for n in names.split("\0") if n), self.app))
         out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
         fields = out.decode(errors="surrogateescape").split("\0")
         added: list[str] = []
@@ -508,12 +521,15 @@ class CheckpointStore:
         deleted: list[str] = []
         for status, name in zip(fields[0::2], fields[1::2], strict=False):
             {"A": added, "D": deleted}.get(status[:1], changed).append(name)
-        return Changes(agent_paths(added), agent_paths(changed), agent_paths(deleted))
+        app = self.app
+        return Changes(
+            agent_paths(added, app), agent_paths(changed, app), agent_paths(deleted, app)
+        )
 
     def diff(self, old: str | None, new: str) -> str:
         """A unified diff from `old` (None: empty) to `new`; binary files are named."""
         base = old or self._git("hash-object", "-t", "tree", "/dev/null").decode().strip()
-        scope = ("--", ".", f":(top,exclude){APP_FOLDER}")
+        scope = ("--", ".", *(f":(top,exclude,literal){f}" for f in self.app))
         return self._git("diff", "--no-color", "--no-renames", base, new, *scope).decode(
             errors="replace"
         )
@@ -555,8 +571,8 @@ class CheckpointStore:
         self._git(
             "read-tree", "-m", "-u", agent_tree(self._git, current), agent_tree(self._git, commit)
         )
-        wanted = list(agent_paths(self.metadata(commit).get("empty_dirs", [])))
-        for name in agent_paths(self._dirs_of(current)):
+        wanted = list(agent_paths(self.metadata(commit).get("empty_dirs", []), self.app))
+        for name in agent_paths(self._dirs_of(current), self.app):
             folder = self.workspace / name
             while (
                 folder != self.workspace and str(folder.relative_to(self.workspace)) not in wanted

@@ -30,9 +30,11 @@ async def session(
     monkeypatch: pytest.MonkeyPatch,
     steps: list[dict[str, Any]],
     on_event: Callable[[Path, Event], None] = lambda ws, event: None,
+    data: str = "data",
 ) -> tuple[Path, Path, list[CheckpointEvent]]:
-    """Run `steps` in a fresh workspace with checkpoints on; its log and checkpoints."""
-    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    """Run `steps` in a fresh workspace with checkpoints on; its log and checkpoints. `data`:
+    where the app's data folder is, from `tmp_path`."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / data))
     monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "cfg"))
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -44,7 +46,7 @@ async def session(
         )
         await runtime.start()
         header = make_header(new_session_id(), workspace, MODEL, config.redacted_dict())
-        log = SessionLog.create(tmp_path / "data" / "sessions", header, secrets=[KEY])
+        log = SessionLog.create(tmp_path / data / "sessions", header, secrets=[KEY])
         try:
             controller = Controller(config, runtime, LLMClient(config.llm), log)
             controller.subscribe(lambda event: on_event(workspace, event))
@@ -152,3 +154,27 @@ async def test_repeated_undos_walk_back_through_every_rewind(
         seen.append(files(workspace))
     # Before the rewind to 1; before the rewind to 2; then back the way it came.
     assert seen == [at_two, at_end, at_two, mine, at_two]
+
+
+async def test_a_data_folder_inside_the_workspace_is_the_apps_not_a_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 3, a home folder as the workspace: the data folder in it holds the session log, the
+    trust records and the checkpoint store itself; no step lists them, and a rewind and its
+    undo leave them alone (before, a step listed the log and the store's objects, and
+    `rewind` failed in the store)."""
+    data = "ws/.local/share/workbench"
+    workspace, log, points = await session(tmp_path, monkeypatch, THREE_STEPS, data=data)
+    recorded = [name for p in points for name in (*p.added, *p.changed, *p.deleted)]
+    assert recorded == ["a.txt", "b.txt", "c.txt"]
+    trust = tmp_path / data / "trust" / "projects.json"
+    trust.parent.mkdir(parents=True)
+    trust.write_text("{}")
+    before = log.read_bytes()
+    for args in (["--to", "0"], ["--undo"], ["--to", "1"]):
+        code, out, err = command(capsys, "rewind", str(log), *args, "--yes")
+        assert code == 0, err
+        assert ".local" not in out, args
+        assert log.read_bytes() == before and trust.read_text() == "{}"
+    assert (workspace / "a.txt").exists()
+    assert not (workspace / "b.txt").exists()
