@@ -36,6 +36,7 @@ from pathlib import Path
 
 from sandbox.checkpoint_changes import Changes, Checkpoint, under
 from sandbox.checkpoint_reads import misread
+from sandbox.checkpoint_scope import agent_paths, agent_tree, app_folders, is_app_path
 from sandbox.store_files import (
     CheckpointError,
     check_store,
@@ -127,6 +128,17 @@ class CheckpointStore:
     _skipped: list[str] = field(default_factory=list, init=False, repr=False)
     _refresh_after: float = field(default=0.0, init=False, repr=False)
     _checked: bool = field(default=False, init=False, repr=False)
+    _scoped: bool = field(default=False, init=False, repr=False)
+    """The app's folders are known to be out of this key's index (`checkpoint_scope.py`)."""
+    _app_folders: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def app(self) -> tuple[str, ...]:
+        """The app's own folders in the workspace: in no checkpoint, never restored."""
+        if self._app_folders is None:
+            self._app_folders = app_folders(self.workspace, self.path)
+        return self._app_folders
+
     _unborn: set[str] = field(default_factory=set, init=False, repr=False)
     """Folders left out: repositories without a commit, which `git add` refuses."""
 
@@ -253,7 +265,13 @@ class CheckpointStore:
 
     def _write_excludes(self, large: Sequence[str]) -> None:
         unborn = ("/" + glob_escape(p) + "/" for p in sorted(self._unborn))
-        lines = [*self.ignore, *unborn, _MANAGED, *("/" + glob_escape(p) for p in large)]
+        lines = [
+            *self.ignore,
+            *("/" + glob_escape(f) + "/" for f in self.app),
+            *unborn,
+            _MANAGED,
+            *("/" + glob_escape(p) for p in large),
+        ]
         text = "\n".join(lines) + "\n"
         write_file(self.path, self.path / "info" / "exclude", text.encode("utf-8"))
 
@@ -264,6 +282,8 @@ class CheckpointStore:
         started = time.perf_counter()
         first = self._ready()
         parent = self.head()
+        if not self._scoped:
+            self._leave_app_folder()
         if self._refresh_after and time.time() > self._refresh_after:
             # The whole-tree index was written in the same second as files it holds ("racily
             # clean"): git would read each of them again at every step until it is rewritten.
@@ -345,6 +365,17 @@ class CheckpointStore:
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
 
+    def _leave_app_folder(self) -> None:
+        """Keep the app's own folder out (a store or index made before that rule holds it)."""
+        excludes = (read_file(self.path, self.path / "info" / "exclude") or b"").decode()
+        lines = excludes.splitlines()
+        if any("/" + glob_escape(f) + "/" not in lines for f in self.app):
+            self._write_excludes(self._large_now())
+        if self.index_file.exists():
+            rm = ("--literal-pathspecs", "rm", "--cached", "-r", "-q", "--ignore-unmatch", "--")
+            self._git(*rm, *self.app)
+        self._scoped = True
+
     def _reread(self, wanted: set[str] | None) -> None:
         """Store what each staged file (of `wanted`, None: all) holds, read again without
         following a symlink, where git stored something else; unstage what is no file now."""
@@ -375,7 +406,9 @@ class CheckpointStore:
             for root, dirs, names in os.walk(self.workspace / folder):
                 rel = os.path.relpath(root, self.workspace)
                 entries = len(dirs) + len(names)
-                dirs[:] = [d for d in dirs if d not in skip]
+                dirs[:] = [
+                    d for d in dirs if d not in skip and not is_app_path(f"{rel}/{d}", self.app)
+                ]
                 kept = [n for n in names if not any(fnmatch(n, p) for p in names_out)]
                 files.extend(f"{rel}/{name}" for name in kept)
                 if not entries:
@@ -480,7 +513,7 @@ class CheckpointStore:
             names = self._git("ls-tree", "-r", "-z", "--name-only", new).decode(
                 errors="surrogateescape"
             )
-            return Changes(added=tuple(sorted(n for n in names.split("\0") if n)))
+            return Changes(added=agent_paths(sorted(n for n in names.split("\0") if n), self.app))
         out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
         fields = out.decode(errors="surrogateescape").split("\0")
         added: list[str] = []
@@ -488,12 +521,18 @@ class CheckpointStore:
         deleted: list[str] = []
         for status, name in zip(fields[0::2], fields[1::2], strict=False):
             {"A": added, "D": deleted}.get(status[:1], changed).append(name)
-        return Changes(tuple(added), tuple(changed), tuple(deleted))
+        app = self.app
+        return Changes(
+            agent_paths(added, app), agent_paths(changed, app), agent_paths(deleted, app)
+        )
 
     def diff(self, old: str | None, new: str) -> str:
         """A unified diff from `old` (None: empty) to `new`; binary files are named."""
         base = old or self._git("hash-object", "-t", "tree", "/dev/null").decode().strip()
-        return self._git("diff", "--no-color", "--no-renames", base, new).decode(errors="replace")
+        scope = ("--", ".", *(f":(top,exclude,literal){f}" for f in self.app))
+        return self._git("diff", "--no-color", "--no-renames", base, new, *scope).decode(
+            errors="replace"
+        )
 
     # ------------------------------------------------------------------ restoring
 
@@ -528,9 +567,12 @@ class CheckpointStore:
             )
         # Two-tree form: updates and deletes what differs, refuses to overwrite a file the
         # store does not cover.
-        self._git("read-tree", "-m", "-u", current, commit)
-        wanted = list(self.metadata(commit).get("empty_dirs", []))
-        for name in self._dirs_of(current):
+        # Both sides without the app's folder: a restore never changes or deletes it.
+        self._git(
+            "read-tree", "-m", "-u", agent_tree(self._git, current), agent_tree(self._git, commit)
+        )
+        wanted = list(agent_paths(self.metadata(commit).get("empty_dirs", []), self.app))
+        for name in agent_paths(self._dirs_of(current), self.app):
             folder = self.workspace / name
             while (
                 folder != self.workspace and str(folder.relative_to(self.workspace)) not in wanted

@@ -15,7 +15,7 @@ import stat
 import time
 from pathlib import Path
 
-from sandbox.store_files import CheckpointError, append_line, make_folder, read_file, write_file
+from sandbox.store_files import CheckpointError, append_line, make_folder, read_file
 from workbench import paths
 
 REWINDS = "rewinds"
@@ -55,16 +55,21 @@ def rewind_records(store: Path, session_id: str) -> list[str]:
     return (found or b"").decode("utf-8", "replace").splitlines()
 
 
-def drop_last_rewind(store: Path, session_id: str) -> None:
-    """Forget the latest rewind of session `session_id` (it was undone)."""
-    kept = rewind_records(store, session_id)[:-1]
-    write_file(
-        store, _records(store, session_id), "".join(line + "\n" for line in kept).encode("utf-8")
-    )
-
-
-def record_rewind(store: Path, session_id: str, step: int | None, target: str, before: str) -> None:
-    """Note a rewind of session `session_id` in `store`, so `--undo` can put `before` back."""
-    record = {"at": time.time(), "to_step": step, "target": target, "before": before}
+def record_rewind(
+    store: Path,
+    session_id: str,
+    step: int | None,
+    target: str,
+    before: str,
+    kind: str = "rewind",
+    undoes: int | None = None,
+) -> None:
+    """Note a rewind (or, `kind="undo"`, an undo of record `undoes`) of session `session_id` in
+    `store`: `before` is the state it replaced, `target` the one it made. Nothing is ever
+    dropped: `--undo` walks back through these records (`rewind_undo.py`)."""
+    record: dict[str, object] = {"at": time.time(), "to_step": step, "target": target}
+    record["before"] = before
+    if kind != "rewind":
+        record |= {"kind": kind, "undoes": undoes}
     make_folder(store, store / REWINDS)
     append_line(store, _records(store, session_id), json.dumps(record) + "\n")

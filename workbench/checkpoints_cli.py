@@ -3,7 +3,8 @@
 Each `CheckpointEvent` in a session's log names a commit in the workspace's checkpoint store
 (`sandbox/checkpoints.py`; where it lives: `checkpoint_store.checkpoint_store_of`). Rewinding to
 step N makes the workspace what it was after step N; it first checkpoints the present state and
-records it, so `rewind --undo` puts the present back. Nothing outside the workspace is touched,
+records it, so `rewind --undo` puts the present back; an undo is recorded the same way, and
+repeated undos walk back through them (`rewind_undo.py`). Nothing outside the workspace is touched,
 and what checkpoints do not cover (ignored folders, files over the size limit) is never
 changed or deleted. Exit codes: 0 done, 1 the person said no, 2 bad input (unknown session,
 step out of range, workspace moved), 8 the store failed.
@@ -22,14 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
 from sandbox.store_files import check_store
-from workbench.checkpoint_store import (
-    checkpoint_store_of,
-    drop_last_rewind,
-    record_rewind,
-    rewind_records,
-)
+from workbench.checkpoint_store import checkpoint_store_of, record_rewind, rewind_records
 from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
+from workbench.rewind_undo import RewindRecord, next_to_undo, parse_records
 from workbench.safe_text import safe_streams
 
 if TYPE_CHECKING:
@@ -162,6 +159,8 @@ class RewindPlan:
     step: int | None
     present: str
     changes: Changes
+    undoes: RewindRecord | None = None
+    """For an undo: the recorded rewind or undo it undoes."""
 
 
 def plan_rewind(found: SessionCheckpoints, store: CheckpointStore, target: Step) -> RewindPlan:
@@ -180,21 +179,28 @@ def rewind(found: SessionCheckpoints, store: CheckpointStore, plan: RewindPlan) 
 
 
 def undo_plan(found: SessionCheckpoints, store: CheckpointStore) -> RewindPlan:
-    """The plan that puts back the state the last rewind of this session replaced."""
+    """The plan that undoes the next recorded rewind or undo of this session (`rewind_undo.py`:
+    repeated undos walk back through them), after checkpointing the present."""
     store.head()  # checks the store before its records are read
-    lines = rewind_records(found.store, found.session_id)
-    if not lines:
+    records = parse_records(rewind_records(found.store, found.session_id))
+    if not records:
         raise CheckpointCommandError(
             f"session {found.session_id} has no rewind to undo; nothing was changed."
         )
-    last = json.loads(lines[-1])
     present = store.checkpoint(f"before undoing a rewind of {found.session_id}")
-    before = str(last["before"])
-    return RewindPlan(before, None, present.commit, store.changes(present.commit, before))
+    record = next_to_undo(records, lambda r: store.changes(present.commit, r.target).empty)
+    if record is None:  # not reached: there are records
+        raise CheckpointCommandError(f"session {found.session_id} has no rewind to undo")
+    changes = store.changes(present.commit, record.before)
+    return RewindPlan(record.before, None, present.commit, changes, record)
 
 
-def _drop_last_rewind(found: SessionCheckpoints) -> None:
-    drop_last_rewind(found.store, found.session_id)
+def undo(found: SessionCheckpoints, store: CheckpointStore, plan: RewindPlan) -> Changes:
+    """Carry out an undo plan and record it: the present it replaces is one undo away."""
+    changes = store.restore(plan.target) if not plan.changes.empty else plan.changes
+    undone = plan.undoes.index if plan.undoes is not None else None
+    record_rewind(found.store, found.session_id, None, plan.target, plan.present, "undo", undone)
+    return changes
 
 
 # --------------------------------------------------------------------------- the commands
@@ -269,17 +275,23 @@ def rewind_command(argv: Sequence[str]) -> int:
     parser = _parser("rewind", "Make the workspace what it was after a step of a session.")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--to", type=int, metavar="N", help="the step (0: before the first)")
-    which.add_argument("--undo", action="store_true", help="undo this session's last rewind")
+    which.add_argument(
+        "--undo",
+        action="store_true",
+        help="undo this session's last rewind or undo (repeat it to walk back)",
+    )
     parser.add_argument("--yes", action="store_true", help="do it without asking")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     found = _session(args)
     store = open_store(found)
     plan = undo_plan(found, store) if args.undo else plan_rewind(found, store, found.at(args.to))
-    what = "undo the last rewind" if args.undo else f"rewind to step {args.to}"
+    what = f"rewind to step {args.to}"
+    if plan.undoes is not None:
+        what = f"undo {plan.undoes.describe()}"
     if plan.changes.empty:
         if args.undo:
-            _drop_last_rewind(found)
+            undo(found, store, plan)  # recorded: the next undo walks on from here
         _report(args.json, what, plan, plan.changes, done=True)
         return 0
     if not args.yes:
@@ -288,16 +300,18 @@ def rewind_command(argv: Sequence[str]) -> int:
         if not _confirm("Go ahead?"):
             print("nothing was changed")
             return DECLINED
-    changes = store.restore(plan.target) if args.undo else rewind(found, store, plan)
-    if args.undo:
-        _drop_last_rewind(found)
+    changes = undo(found, store, plan) if args.undo else rewind(found, store, plan)
     _report(args.json, what, plan, changes, done=True)
+    if not args.json:
+        print(f"(`workbench rewind {found.session_id} --undo` undoes this too)")
     return 0
 
 
 def _report(as_json: bool, what: str, plan: RewindPlan, changes: Changes, done: bool) -> None:
     if as_json:
         row = {"done": done, "step": plan.step, "commit": plan.target, "before": plan.present}
+        if plan.undoes is not None:
+            row["undid"] = plan.undoes.describe()
         print(json.dumps(row | _changes_json(changes), separators=(",", ":")))
         return
     if changes.empty:

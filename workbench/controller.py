@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
+from workbench.action_output import LiveOutput, cut_short, lost, with_output_so_far
 from workbench.agent.boundary import clean_reply, echo
 from workbench.agent.messages import MessageBuilder, observation_text, tool_arguments
 from workbench.agent.parse import ToolCallError, parse_tool_call
@@ -159,6 +160,9 @@ class Controller(EventHub):
         self._stuck = StuckDetector(config.agent.stuck_threshold)
         self._stuck_warned = False
         self._malformed_run = 0
+        self._live = LiveOutput()
+        """The running action's streamed output: recorded if a stop or a crash cuts it short."""
+        self.subscribe_output(self._live.feed)
 
     # ------------------------------------------------------------------ front-end API
 
@@ -525,14 +529,20 @@ class Controller(EventHub):
                 if decision.verdict == "stop":
                     raise _Stop("rejected", decision.reason or decision.rule)
                 return
+        self._live.begin(action)
         try:
             observation = await self._guard(tool.execute(action, self._tool_context))
         except SandboxError as exc:
+            self._observe(event, lost(self._live, f"The sandbox failed during this action: {exc}"))
             self._emit(ErrorEvent(id=self._next_id(), error_kind="sandbox", message=str(exc)))
             raise _Stop("sandbox_error", str(exc)) from None
-        except _Stop:
+        except _Stop as stop:
             await tool.interrupt(self._tool_context)  # what it started may still be running
+            self._observe(event, await cut_short(action, self._live, stop.status, stop.reason))
             raise
+        finally:
+            self._live.end()
+        observation = with_output_so_far(observation, self._live)
         await self._keep_images(observation)
         self._observe(event, observation)
 

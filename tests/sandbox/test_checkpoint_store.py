@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,51 @@ def test_a_repository_without_a_commit_is_left_out_not_fatal(tmp_path: Path, ws:
     # From a fresh start too (the first checkpoint adds everything at once).
     fresh = CheckpointStore(tmp_path / "other.git", ws)
     assert "a" in fresh.checkpoint("0").changes.added
+
+
+def _git(path: Path, ws: Path, index: Path, *args: str, data: bytes | None = None) -> str:
+    """git on the store, as an earlier version of workbench left it (its own index)."""
+    env = {**os.environ, "GIT_DIR": str(path), "GIT_WORK_TREE": str(ws)}
+    env["GIT_INDEX_FILE"] = str(index)
+    done = subprocess.run(["git", *args], env=env, input=data, capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def test_the_apps_folder_in_an_earlier_stores_checkpoints_is_never_restored(
+    tmp_path: Path, ws: Path
+) -> None:
+    """Checkpoints taken before `.workbench/` was left out hold the person's rules of then: a
+    restore to one neither brings them back nor deletes today's, and an index that still
+    tracks the folder stops doing so."""
+    checkpoints = store(tmp_path, ws)
+    (ws / "a.txt").write_text("a")
+    (ws / ".workbench").mkdir()
+    (ws / ".workbench" / "config.toml").write_text("[security]\nallow = ['run:echo *']\n")
+    first = checkpoints.checkpoint("0")
+    assert first.changes.added == ("a.txt",)  # the app's folder is not the agent's change
+    # An earlier version's checkpoint: the same files plus the rules of then, in the tree,
+    # and in this key's index.
+    path, index = checkpoints.path, checkpoints.index_file
+    old = b"[security]\nallow = ['run:rm *']\n"
+    blob = _git(path, ws, index, "hash-object", "-w", "--stdin", data=old)
+    sub = _git(path, ws, index, "mktree", data=f"100644 blob {blob}\tconfig.toml\n".encode())
+    entries = _git(path, ws, index, "ls-tree", first.commit) + f"\n040000 tree {sub}\t.workbench\n"
+    root = _git(path, ws, index, "mktree", data=entries.encode())
+    earlier = _git(path, ws, index, "commit-tree", root, "-p", first.commit, "-m", "old")
+    _git(path, ws, index, "update-index", "--add", "--cacheinfo", f"100644,{blob},.workbench/x")
+    mine = "[security]\nallow = []\n"
+    (ws / ".workbench" / "config.toml").write_text(mine)
+    (ws / "b.txt").write_text("b")
+    again = store(tmp_path, ws)  # a new session on the same store
+    present = again.checkpoint("1")
+    assert present.changes.added == ("b.txt",)
+    assert again.changes(first.commit, earlier).empty
+    assert ".workbench" not in again.diff(first.commit, earlier)
+    assert again.restore(earlier).deleted == ("b.txt",)
+    assert (ws / ".workbench" / "config.toml").read_text() == mine
+    assert not (ws / ".workbench" / "x").exists()
+    again.checkpoint("2")
+    assert again.restore(present.commit).added == ("b.txt",)
+    assert (ws / ".workbench" / "config.toml").read_text() == mine
+    tracked = _git(path, ws, again.index_file, "ls-files")
+    assert tracked.split() == ["a.txt", "b.txt"]
