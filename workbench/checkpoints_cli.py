@@ -16,7 +16,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +31,23 @@ from workbench.checkpoint_store import (
 from workbench.config_schema import CheckpointsConfig
 from workbench.events import ActionEvent, CheckpointEvent
 from workbench.safe_text import safe_streams
+from workbench.steps import last_step, out_of_range, step_numbers
 
 if TYPE_CHECKING:
     from workbench.session_log import LoadedSession
 
 USAGE = 2
+STEP_HELP = (
+    "the step, numbered as headless output, `workbench replay` and `workbench checkpoints` "
+    "show it ([N]: the Nth action of the session; 0: before the first)"
+)
+STEPS_EPILOG = (
+    "A step is one action of the agent; step N is the Nth of the session (a resumed session "
+    "goes on from its parent's numbers), the [N] that headless output, `workbench replay` and "
+    "`workbench checkpoints` print. Steps that changed no files have no checkpoint of their "
+    "own: they are the workspace of the checkpoint before them."
+)
+
 DECLINED = 1
 STORE_FAILED = 8
 
@@ -62,16 +74,24 @@ class SessionCheckpoints:
     workspace: Path
     store: Path
     steps: list[Step]
+    last: int = 0
+    """The session's last step (`workbench/steps.py`): steps after the last checkpoint
+    changed no files."""
 
     def at(self, step: int) -> Step:
-        """The checkpoint of the workspace as it was after `step` (the latest at or before)."""
-        last = self.steps[-1].step if self.steps else -1
-        if step < 0 or step > last or not self.steps or step < self.steps[0].step:
-            first = self.steps[0].step if self.steps else 0
+        """The checkpoint of the workspace as it was after `step` (the latest at or before:
+        the steps between changed no files)."""
+        first = self.steps[0].step if self.steps else 0
+        if not self.steps:
             raise CheckpointCommandError(
-                f"step {step} is out of range: session {self.session_id} has checkpoints of "
-                f"steps {first} to {last}. Fix: pick one (`workbench checkpoints "
-                f"{self.session_id}` lists them)."
+                f"session {self.session_id} has no checkpoints (checkpoints were off, or git "
+                "is missing in the sandbox); nothing to rewind to or compare."
+            )
+        if step < first or step > self.last:
+            raise CheckpointCommandError(
+                out_of_range(step, first, self.last, self.session_id)
+                + f" Fix: pick one (`workbench checkpoints {self.session_id}` lists those "
+                "that changed files)."
             )
         return [s for s in self.steps if s.step <= step][-1]
 
@@ -89,18 +109,25 @@ def checkpoints_of(loaded: LoadedSession) -> SessionCheckpoints:
 
     workspace = Path(loaded.header.workspace)
     actions = {e.id: e for e in loaded.events if isinstance(e, ActionEvent)}
+    numbers = step_numbers(loaded.events)
     steps: list[Step] = []
-    for event in loaded.events:
+    for event, number in zip(loaded.events, numbers, strict=True):
         if isinstance(event, CheckpointEvent):
             action = actions.get(event.cause) if event.cause is not None else None
             what = (
                 REGISTRY.for_action(action.action).describe(action.action)
                 if action is not None
                 else "(before the first action)"
+                if number == 0
+                else "(the workspace when the session went on)"
             )
-            steps.append(Step(event.step, event.commit, what, event))
+            steps.append(Step(number, event.commit, what, event))
     return SessionCheckpoints(
-        loaded.header.session_id, workspace, checkpoint_store_of(workspace), steps
+        loaded.header.session_id,
+        workspace,
+        checkpoint_store_of(workspace),
+        steps,
+        last_step(loaded.events),
     )
 
 
@@ -223,7 +250,9 @@ def _confirm(question: str) -> bool:
 
 
 def _parser(name: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"workbench {name}", description=description)
+    parser = argparse.ArgumentParser(
+        prog=f"workbench {name}", description=description, epilog=STEPS_EPILOG
+    )
     parser.add_argument("session", help="a session id (or a unique prefix), or a log's path")
     parser.add_argument("--config", metavar="PATH", help="the config file to read")
     return parser
@@ -268,14 +297,17 @@ def rewind_command(argv: Sequence[str]) -> int:
     """`workbench rewind SESSION --to N | --undo [--yes] [--json]`."""
     parser = _parser("rewind", "Make the workspace what it was after a step of a session.")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--to", type=int, metavar="N", help="the step (0: before the first)")
+    which.add_argument("--to", type=int, metavar="N", help=STEP_HELP)
     which.add_argument("--undo", action="store_true", help="undo this session's last rewind")
     parser.add_argument("--yes", action="store_true", help="do it without asking")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     found = _session(args)
     store = open_store(found)
-    plan = undo_plan(found, store) if args.undo else plan_rewind(found, store, found.at(args.to))
+    if args.undo:
+        plan = undo_plan(found, store)
+    else:  # the asked step, at its checkpoint (the steps since changed no files)
+        plan = plan_rewind(found, store, replace(found.at(args.to), step=args.to))
     what = "undo the last rewind" if args.undo else f"rewind to step {args.to}"
     if plan.changes.empty:
         if args.undo:
@@ -310,7 +342,7 @@ def _report(as_json: bool, what: str, plan: RewindPlan, changes: Changes, done: 
 def diff_command(argv: Sequence[str]) -> int:
     """`workbench diff SESSION --step N | --from A --to B`: a unified diff."""
     parser = _parser("diff", "Show what a session's steps changed, as a unified diff.")
-    parser.add_argument("--step", type=int, metavar="N", help="what step N changed")
+    parser.add_argument("--step", type=int, metavar="N", help=f"what step N changed; {STEP_HELP}")
     parser.add_argument("--from", dest="start", type=int, metavar="A", help="from step A")
     parser.add_argument("--to", dest="end", type=int, metavar="B", help="to step B")
     args = parser.parse_args(argv)
