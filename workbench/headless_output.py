@@ -274,13 +274,14 @@ class HumanPrinter(Printer):
             )
 
     def summary(self, summary: dict[str, Any]) -> None:
-        """The closing line: status, steps, tokens, cost, session, exit code."""
+        """The closing line: status, model calls (the summary's `steps`, which `--max-iterations`
+        limits; not the step numbers, which count actions), tokens, cost, session, exit code."""
         s = summary
         reason = f" ({s['reason']})" if s.get("reason") else ""
         session = f"session {s['session_id']}" if s.get("session_id") else "no session"
         failed = f", MCP servers not started: {', '.join(s.get('mcp_failed') or [])}"
         self.line(
-            f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
+            f"== {s['status']}{reason}: {s['steps']} model calls, {s['tokens']} tokens, "
             f"${s['cost']:.4f}, {session}, exit {s['exit_code']}"
             + (failed if s.get("mcp_failed") else "")
         )
