@@ -29,7 +29,7 @@ from workbench.checkpoint_store import (
     rewind_records,
 )
 from workbench.config_schema import CheckpointsConfig
-from workbench.events import ActionEvent, CheckpointEvent
+from workbench.events import ActionEvent, CheckpointEvent, ErrorEvent
 from workbench.safe_text import safe_streams
 from workbench.steps import last_step, out_of_range, step_numbers
 
@@ -77,6 +77,8 @@ class SessionCheckpoints:
     last: int = 0
     """The session's last step (`workbench/steps.py`): steps after the last checkpoint
     changed no files."""
+    gaps: tuple[tuple[int, int, str], ...] = ()
+    """Steps `first`..`last` taken while checkpoints were off (after a failed one: `why`)."""
 
     def at(self, step: int) -> Step:
         """The checkpoint of the workspace as it was after `step` (the latest at or before:
@@ -93,6 +95,13 @@ class SessionCheckpoints:
                 + f" Fix: pick one (`workbench checkpoints {self.session_id}` lists those "
                 "that changed files)."
             )
+        for start, end, why in self.gaps:
+            if start <= step <= end:
+                raise CheckpointCommandError(
+                    f"step {step} has no checkpoint: checkpoints stopped after step {start - 1} "
+                    f"({why}), so the files of steps {start} to {end} are not known; nothing "
+                    "was changed."
+                )
         return [s for s in self.steps if s.step <= step][-1]
 
 
@@ -111,7 +120,15 @@ def checkpoints_of(loaded: LoadedSession) -> SessionCheckpoints:
     actions = {e.id: e for e in loaded.events if isinstance(e, ActionEvent)}
     numbers = step_numbers(loaded.events)
     steps: list[Step] = []
+    gaps: list[tuple[int, int, str]] = []
+    stopped: tuple[int, str] | None = None  # checkpoints failed: from which step, and why
     for event, number in zip(loaded.events, numbers, strict=True):
+        if isinstance(event, ErrorEvent) and event.error_kind == "checkpoint" and not stopped:
+            stopped = (steps[-1].step + 1 if steps else 0, event.message)
+        if isinstance(event, CheckpointEvent) and stopped is not None:
+            if number > stopped[0]:  # a later run took them again
+                gaps.append((stopped[0], number - 1, stopped[1]))
+            stopped = None
         if isinstance(event, CheckpointEvent):
             action = actions.get(event.cause) if event.cause is not None else None
             what = (
@@ -122,12 +139,16 @@ def checkpoints_of(loaded: LoadedSession) -> SessionCheckpoints:
                 else "(the workspace when the session went on)"
             )
             steps.append(Step(number, event.commit, what, event))
+    last = last_step(loaded.events)
+    if stopped is not None and stopped[0] <= last:
+        gaps.append((stopped[0], last, stopped[1]))
     return SessionCheckpoints(
         loaded.header.session_id,
         workspace,
         checkpoint_store_of(workspace),
         steps,
-        last_step(loaded.events),
+        last,
+        tuple(gaps),
     )
 
 
