@@ -229,7 +229,8 @@ class HumanPrinter(Printer):
             risk = f"  [{event.security_risk}]" if event.security_risk else ""
             if event.thought:
                 self.line(_indent(event.thought, "  ~ "))
-            self.line(f"[{step}] {describe_action(event)}{risk}")
+            number = "env" if step is None else step  # an imported trajectory's own setup
+            self.line(f"[{number}] {describe_action(event)}{risk}")
         elif isinstance(event, ObservationEvent):
             obs = event.observation
             text = REGISTRY.for_observation(obs).human_text(obs, self.files)

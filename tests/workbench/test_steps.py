@@ -113,3 +113,14 @@ def test_the_player_moves_by_these_steps() -> None:
     assert [e.id for e in line.forward()] == [9, 10] and line.step == 2
     assert line.back() == 8 and line.step == 1
     assert line.jump(3) == len(line.events) and line.at_end
+
+
+def test_an_imported_environments_own_action_is_no_step() -> None:
+    setup = _action(1, "git config user.name x").model_copy(update={"source": "environment"})
+    events: list[Event] = [setup, _action(2, "ls")]
+    assert step_numbers(events) == [1, 1]
+    out = io.StringIO()
+    printer = HumanPrinter(out=out)
+    for event in events:
+        printer.event(event)
+    assert out.getvalue() == "[env] $ git config user.name x\n[1] $ ls\n"
