@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,14 +25,26 @@ from sandbox.checkpoints import Changes, CheckpointError, CheckpointStore
 from sandbox.store_files import check_store
 from workbench.checkpoint_store import checkpoint_store_of, record_rewind, rewind_records
 from workbench.config_schema import CheckpointsConfig
-from workbench.events import ActionEvent, CheckpointEvent
+from workbench.events import ActionEvent, CheckpointEvent, ErrorEvent
 from workbench.rewind_undo import RewindRecord, next_to_undo, parse_records
 from workbench.safe_text import safe_streams
+from workbench.steps import last_step, out_of_range, step_numbers
 
 if TYPE_CHECKING:
     from workbench.session_log import LoadedSession
 
 USAGE = 2
+STEP_HELP = (
+    "the step, numbered as headless output, `workbench replay` and `workbench checkpoints` "
+    "show it ([N]: the Nth action of the session; 0: before the first)"
+)
+STEPS_EPILOG = (
+    "A step is one action of the agent; step N is the Nth of the session (a resumed session "
+    "goes on from its parent's numbers), the [N] that headless output, `workbench replay` and "
+    "`workbench checkpoints` print. Steps that changed no files have no checkpoint of their "
+    "own: they are the workspace of the checkpoint before them."
+)
+
 DECLINED = 1
 STORE_FAILED = 8
 
@@ -59,17 +71,34 @@ class SessionCheckpoints:
     workspace: Path
     store: Path
     steps: list[Step]
+    last: int = 0
+    """The session's last step (`workbench/steps.py`): steps after the last checkpoint
+    changed no files."""
+    gaps: tuple[tuple[int, int, str], ...] = ()
+    """Steps `first`..`last` taken while checkpoints were off (after a failed one: `why`)."""
 
     def at(self, step: int) -> Step:
-        """The checkpoint of the workspace as it was after `step` (the latest at or before)."""
-        last = self.steps[-1].step if self.steps else -1
-        if step < 0 or step > last or not self.steps or step < self.steps[0].step:
-            first = self.steps[0].step if self.steps else 0
+        """The checkpoint of the workspace as it was after `step` (the latest at or before:
+        the steps between changed no files)."""
+        first = self.steps[0].step if self.steps else 0
+        if not self.steps:
             raise CheckpointCommandError(
-                f"step {step} is out of range: session {self.session_id} has checkpoints of "
-                f"steps {first} to {last}. Fix: pick one (`workbench checkpoints "
-                f"{self.session_id}` lists them)."
+                f"session {self.session_id} has no checkpoints (checkpoints were off, or git "
+                "is missing in the sandbox); nothing to rewind to or compare."
             )
+        if step < first or step > self.last:
+            raise CheckpointCommandError(
+                out_of_range(step, first, self.last, self.session_id)
+                + f" Fix: pick one (`workbench checkpoints {self.session_id}` lists those "
+                "that changed files)."
+            )
+        for start, end, why in self.gaps:
+            if start <= step <= end:
+                raise CheckpointCommandError(
+                    f"step {step} has no checkpoint: checkpoints stopped after step {start - 1} "
+                    f"({why}), so the files of steps {start} to {end} are not known; nothing "
+                    "was changed."
+                )
         return [s for s in self.steps if s.step <= step][-1]
 
 
@@ -86,18 +115,37 @@ def checkpoints_of(loaded: LoadedSession) -> SessionCheckpoints:
 
     workspace = Path(loaded.header.workspace)
     actions = {e.id: e for e in loaded.events if isinstance(e, ActionEvent)}
+    numbers = step_numbers(loaded.events)
     steps: list[Step] = []
-    for event in loaded.events:
+    gaps: list[tuple[int, int, str]] = []
+    stopped: tuple[int, str] | None = None  # checkpoints failed: from which step, and why
+    for event, number in zip(loaded.events, numbers, strict=True):
+        if isinstance(event, ErrorEvent) and event.error_kind == "checkpoint" and not stopped:
+            stopped = (steps[-1].step + 1 if steps else 0, event.message)
+        if isinstance(event, CheckpointEvent) and stopped is not None:
+            if number > stopped[0]:  # a later run took them again
+                gaps.append((stopped[0], number - 1, stopped[1]))
+            stopped = None
         if isinstance(event, CheckpointEvent):
             action = actions.get(event.cause) if event.cause is not None else None
             what = (
                 REGISTRY.for_action(action.action).describe(action.action)
                 if action is not None
                 else "(before the first action)"
+                if number == 0
+                else "(the workspace when the session went on)"
             )
-            steps.append(Step(event.step, event.commit, what, event))
+            steps.append(Step(number, event.commit, what, event))
+    last = last_step(loaded.events)
+    if stopped is not None and stopped[0] <= last:
+        gaps.append((stopped[0], last, stopped[1]))
     return SessionCheckpoints(
-        loaded.header.session_id, workspace, checkpoint_store_of(workspace), steps
+        loaded.header.session_id,
+        workspace,
+        checkpoint_store_of(workspace),
+        steps,
+        last,
+        tuple(gaps),
     )
 
 
@@ -229,7 +277,9 @@ def _confirm(question: str) -> bool:
 
 
 def _parser(name: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"workbench {name}", description=description)
+    parser = argparse.ArgumentParser(
+        prog=f"workbench {name}", description=description, epilog=STEPS_EPILOG
+    )
     parser.add_argument("session", help="a session id (or a unique prefix), or a log's path")
     parser.add_argument("--config", metavar="PATH", help="the config file to read")
     return parser
@@ -274,7 +324,7 @@ def rewind_command(argv: Sequence[str]) -> int:
     """`workbench rewind SESSION --to N | --undo [--yes] [--json]`."""
     parser = _parser("rewind", "Make the workspace what it was after a step of a session.")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--to", type=int, metavar="N", help="the step (0: before the first)")
+    which.add_argument("--to", type=int, metavar="N", help=STEP_HELP)
     which.add_argument(
         "--undo",
         action="store_true",
@@ -285,7 +335,10 @@ def rewind_command(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     found = _session(args)
     store = open_store(found)
-    plan = undo_plan(found, store) if args.undo else plan_rewind(found, store, found.at(args.to))
+    if args.undo:
+        plan = undo_plan(found, store)
+    else:  # the asked step, at its checkpoint (the steps since changed no files)
+        plan = plan_rewind(found, store, replace(found.at(args.to), step=args.to))
     what = f"rewind to step {args.to}"
     if plan.undoes is not None:
         what = f"undo {plan.undoes.describe()}"
@@ -324,7 +377,7 @@ def _report(as_json: bool, what: str, plan: RewindPlan, changes: Changes, done: 
 def diff_command(argv: Sequence[str]) -> int:
     """`workbench diff SESSION --step N | --from A --to B`: a unified diff."""
     parser = _parser("diff", "Show what a session's steps changed, as a unified diff.")
-    parser.add_argument("--step", type=int, metavar="N", help="what step N changed")
+    parser.add_argument("--step", type=int, metavar="N", help=f"what step N changed; {STEP_HELP}")
     parser.add_argument("--from", dest="start", type=int, metavar="A", help="from step A")
     parser.add_argument("--to", dest="end", type=int, metavar="B", help="to step B")
     args = parser.parse_args(argv)

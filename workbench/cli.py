@@ -37,6 +37,8 @@ commands:
                                 differ), or go on from step N with a live model; see
                                 `workbench replay --help`
   workbench checkpoints SESSION  each step's checkpoint: what it added, changed, deleted
+                                (step N: the session's Nth action, the [N] headless and
+                                replay print; resumed sessions go on from the parent's)
   workbench rewind SESSION --to N [--yes] | --undo
                                 the workspace as it was after step N (0: before the first)
   workbench diff SESSION --step N | --from A --to B

@@ -24,7 +24,7 @@ from sandbox.runtimes.base import Runtime, SandboxError
 from workbench import exit_codes
 from workbench.config_schema import Config, LLMConfig
 from workbench.controller import Controller, RunResult
-from workbench.events import ActionEvent, ErrorEvent, Event, LLMCallEvent, StateChangedEvent
+from workbench.events import ActionEvent, ErrorEvent, Event, StateChangedEvent
 from workbench.exit_codes import Status
 from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
 from workbench.session import (
@@ -173,14 +173,10 @@ async def run_session(
         llm = make_llm(config)  # retries are events: the printer shows them
         controller = await open_controller(config, runtime, llm, session, mcp=await mcp)
 
-        def show(event: Event) -> None:
-            if isinstance(event, LLMCallEvent):
-                printer.steps = controller.steps if controller else printer.steps
-            printer.event(event)
-
-        controller.subscribe(show)
+        controller.subscribe(printer.event)
         controller.subscribe(Nudger(controller))
         if history is not None:
+            printer.skip(history.events)  # its steps go on from the earlier session's
             controller.restore(history)
         result = await controller.run(task)
         status, reason = result.status, result.reason

@@ -14,7 +14,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,6 +40,7 @@ from workbench.events import (
 )
 from workbench.llm.errors import retry_notice
 from workbench.safe_text import terminal_safe
+from workbench.steps import StepCounter
 from workbench.tools.registry import REGISTRY
 
 JSONL_VERSION = 1
@@ -113,9 +114,21 @@ class Printer:
         self.err = err or sys.stderr
         self.all_events = all_events
         self.scrub = scrub
-        self.steps = 0
+        self.counter = StepCounter()
+        """Numbers the steps of the events seen (`workbench/steps.py`); a resumed run's
+        printer is given the earlier events first (`skip`)."""
         self._gone: list[TextIO] = []
         """Streams whose reader went away."""
+
+    @property
+    def steps(self) -> int:
+        """The latest step seen (its number)."""
+        return self.counter.steps
+
+    def skip(self, events: Iterable[Event]) -> None:
+        """Count `events` (earlier ones: a resumed session's history, steps not shown)."""
+        for event in events:
+            self.counter.see(event)
 
     def wants(self, event: Event) -> bool:
         """True when `event` is printed at this verbosity."""
@@ -160,6 +173,7 @@ class JsonPrinter(Printer):
 
     def event(self, event: Event) -> None:
         """Print an `event` line when the event is wanted."""
+        self.counter.see(event)
         if self.wants(event):
             self._emit({"type": "event", "event": event.model_dump(mode="json")})
 
@@ -203,7 +217,9 @@ class HumanPrinter(Printer):
             )
 
     def event(self, event: Event) -> None:
-        """Print the event, when wanted, in a form a person can scan."""
+        """Print the event, when wanted, in a form a person can scan. Actions carry their step
+        number (`[N]`), the one `workbench checkpoints|diff|rewind` take."""
+        step = self.counter.see(event)
         if not self.wants(event):
             return
         if isinstance(event, MessageEvent):
@@ -213,7 +229,8 @@ class HumanPrinter(Printer):
             risk = f"  [{event.security_risk}]" if event.security_risk else ""
             if event.thought:
                 self.line(_indent(event.thought, "  ~ "))
-            self.line(f"[{self.steps}] {describe_action(event)}{risk}")
+            number = "env" if step is None else step  # an imported trajectory's own setup
+            self.line(f"[{number}] {describe_action(event)}{risk}")
         elif isinstance(event, ObservationEvent):
             obs = event.observation
             text = REGISTRY.for_observation(obs).human_text(obs, self.files)
@@ -221,7 +238,7 @@ class HumanPrinter(Printer):
             if text:
                 self.line(_indent(text))
         elif isinstance(event, AgentErrorEvent):
-            self.line(f"[{self.steps}] malformed call to {event.tool_name!r}: {event.content}")
+            self.line(f"  ! malformed call to {event.tool_name!r}: {event.content}")
         elif isinstance(event, ConfirmationRequestEvent):
             self.line(f"    ? needs confirmation (risk {event.risk}): {event.reason}")
         elif isinstance(event, ConfirmationDecisionEvent):
@@ -236,7 +253,7 @@ class HumanPrinter(Printer):
         elif isinstance(event, CheckpointEvent):
             counts = f"+{len(event.added)} ~{len(event.changed)} -{len(event.deleted)}"
             skipped = f", {len(event.skipped)} not covered" if event.skipped else ""
-            self.line(f"-- checkpoint [{event.step}] {counts}{skipped} ({event.commit[:12]})")
+            self.line(f"-- checkpoint [{step}] {counts}{skipped} ({event.commit[:12]})")
         elif isinstance(event, CondensationEvent | InstructionsEvent):
             self.line(f"-- {event_line(event)}")
         elif isinstance(event, LLMWaitEvent):
@@ -258,13 +275,14 @@ class HumanPrinter(Printer):
             )
 
     def summary(self, summary: dict[str, Any]) -> None:
-        """The closing line: status, steps, tokens, cost, session, exit code."""
+        """The closing line: status, model calls (the summary's `steps`, which `--max-iterations`
+        limits; not the step numbers, which count actions), tokens, cost, session, exit code."""
         s = summary
         reason = f" ({s['reason']})" if s.get("reason") else ""
         session = f"session {s['session_id']}" if s.get("session_id") else "no session"
         failed = f", MCP servers not started: {', '.join(s.get('mcp_failed') or [])}"
         self.line(
-            f"== {s['status']}{reason}: {s['steps']} steps, {s['tokens']} tokens, "
+            f"== {s['status']}{reason}: {s['steps']} model calls, {s['tokens']} tokens, "
             f"${s['cost']:.4f}, {session}, exit {s['exit_code']}"
             + (failed if s.get("mcp_failed") else "")
         )

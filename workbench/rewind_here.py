@@ -8,7 +8,7 @@ first and recording it, so `workbench rewind SESSION --undo` puts the present ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sandbox.checkpoints import Changes
@@ -22,6 +22,7 @@ from workbench.checkpoints_cli import (
     rewind,
 )
 from workbench.config_schema import CheckpointsConfig
+from workbench.steps import step_reached
 
 
 @dataclass(frozen=True)
@@ -37,21 +38,23 @@ class RewindPreview:
 def _target(log: Path, event_id: int) -> tuple[SessionCheckpoints, Step]:
     """The session's checkpoints, and the one a branch at event `event_id` goes on from: the
     last among the events it keeps (`resume.cut_at`: an action keeps its result and its
-    checkpoint). The log is read once."""
+    checkpoint), as the step reached there (`steps.step_reached`: the number `workbench
+    rewind --to` takes). The log is read once."""
     from workbench.restore_files import last_checkpoint
     from workbench.resume import history_of
     from workbench.session_log import read
 
     loaded = read(log)
     found = checkpoints_of(loaded)
-    point = last_checkpoint(history_of(loaded, event_id).events)
-    steps = [step for step in found.steps if point is not None and step.step == point.step]
+    kept = history_of(loaded, event_id).events
+    point = last_checkpoint(kept)
+    steps = [step for step in found.steps if point is not None and step.event.id == point.id]
     if not steps:
         raise CheckpointCommandError(
             f"session {found.session_id} has no checkpoint at or before this point "
             "(checkpoints were off, or git is missing in the sandbox); nothing was changed."
         )
-    return found, steps[-1]
+    return found, replace(steps[-1], step=step_reached(loaded.events, len(kept)))
 
 
 def preview(log: Path, event_id: int, config: CheckpointsConfig) -> RewindPreview:

@@ -35,14 +35,11 @@ def transcript(events: list[Event], files: Path | None, parent_event: int = 0) -
     printer.files = files
     entries: list[Entry] = []
     for event, step in zip(events, step_numbers(events), strict=True):
-        if not printer.wants(event):
-            continue
         buffer.seek(0)
         buffer.truncate()
-        printer.steps = step
-        printer.event(event)
+        printer.event(event)  # every event: the printer counts the steps itself
         text = buffer.getvalue().rstrip("\n")
-        if text:
+        if text and printer.wants(event):
             inherited = event.id <= parent_event
             entries.append(Entry(event.id, step, event.kind, event.source, text, inherited))
     return entries

@@ -176,7 +176,8 @@ async def test_bad_input_changes_nothing(
     code, _, err = cli("rewind", "no-such-session", "--to", "1", "--yes", capsys=capsys)
     assert code == 2 and "no session 'no-such-session'" in err and "workbench sessions" in err
     code, _, err = cli("rewind", str(log), "--to", "99", "--yes", capsys=capsys)
-    assert code == 2 and "step 99 is out of range" in err and "0 to 6" in err
+    # The range is the session's steps (8 actions), not only those with a checkpoint (1-6).
+    assert code == 2 and "step 99 is out of range" in err and "steps 0 to 8" in err
     code, _, err = cli("rewind", str(log), "--to", "-1", "--yes", capsys=capsys)
     assert code == 2 and "out of range" in err
     code, _, err = cli("rewind", str(log), "--undo", "--yes", capsys=capsys)

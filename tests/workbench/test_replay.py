@@ -194,13 +194,13 @@ def test_move_paths_moves_whole_path_components_only() -> None:
     assert move_paths("cd /workspace && ls", "/workspace", "/t/x") == "cd /t/x && ls"
 
 
-def test_steps_follow_llm_calls(recorded: tuple[Path, list[dict[str, Any]], Path]) -> None:
+def test_steps_are_the_agents_actions(recorded: tuple[Path, list[dict[str, Any]], Path]) -> None:
     _, _, log = recorded
     loaded = load_recording(log)
     steps = step_numbers(loaded.events)
     actions = [s for e, s in zip(loaded.events, steps, strict=True) if isinstance(e, ActionEvent)]
     assert actions == [1, 2, 3, 4]
-    assert steps[0] == 0  # the task comes before the first step
+    assert steps[0] == 1  # the task goes with the first step
 
 
 def test_continue_from_sends_exactly_the_history_up_to_step_n(tmp_path: Path) -> None:

@@ -44,8 +44,10 @@ session .jsonl, or an OpenHands trajectory .json (save_trajectory_path).
   --continue-from N    re-run steps 1..N, then the configured model goes on from there, in a
                        new session whose log header names this one as its parent
 
-A step is one reply of the model (the [N] headless prints). Paths under the recorded workspace
-(OpenHands: /workspace) are moved to the re-run's workspace.
+A step is one action of the agent: step N is the session's Nth, the [N] headless and this
+command print and the N that `workbench checkpoints`, `diff --step N` and `rewind --to N` take
+(docs/checkpoints.md, "Step numbers"). Paths under the recorded workspace (OpenHands:
+/workspace) are moved to the re-run's workspace.
 """
 
 

@@ -1,10 +1,9 @@
 """What a replay plays: a saved session (by id, unique id prefix or path) or an OpenHands
 trajectory, read into one list of our events, and the steps those events fall in.
 
-A *step* is one reply of the model, as headless counts them (`[N]` in its output, `steps` in
-its summary): it starts at an `llm_call` event. A recording without `llm_call` events (an
-imported trajectory) starts a step at each action or reply of the agent. Events before the
-first step (the task) count as step 0.
+A *step* is one action of the agent, numbered as everywhere else (`workbench/steps.py`: the
+`[N]` headless prints, the numbers `workbench checkpoints|diff|rewind` take). Events before the
+first action (the task) go with step 1.
 """
 
 from __future__ import annotations
@@ -14,15 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from workbench.events import (
-    ActionEvent,
-    AgentErrorEvent,
-    Event,
-    FinishAction,
-    LLMCallEvent,
-    MessageEvent,
-    StateChangedEvent,
-)
+from workbench import steps
+from workbench.events import ActionEvent, Event, FinishAction, StateChangedEvent
 from workbench.exit_codes import EXIT_CODES, Status
 from workbench.replay.openhands import (
     OPENHANDS_WORKSPACE,
@@ -66,19 +58,8 @@ class Recording:
 
 
 def step_numbers(events: list[Event]) -> list[int]:
-    """The step each event falls in: 0 before the first, then 1, 2, ..."""
-    by_llm_call = any(isinstance(event, LLMCallEvent) for event in events)
-    step = 0
-    numbers: list[int] = []
-    for event in events:
-        if by_llm_call:
-            step += isinstance(event, LLMCallEvent)
-        elif event.source == "agent" and isinstance(
-            event, ActionEvent | AgentErrorEvent | MessageEvent
-        ):
-            step += 1
-        numbers.append(step)
-    return numbers
+    """The step each event falls in (`workbench.steps.step_numbers`)."""
+    return steps.step_numbers(events)
 
 
 def in_steps(step: int, first: int, last: int | None) -> bool:

@@ -160,7 +160,7 @@ class Rerunner:
             if not isinstance(event, ActionEvent):
                 continue
             if last is not None and max(step, 1) > last:
-                break
+                continue  # the actions of one reply come before their results: not `break`
             action = moved_action(event, self.recording.workspace, self.context.workspace)
             old = recorded.get(event.id)
             result = StepResult(step, action, old, None, reported=in_steps(step, first, last))

@@ -18,7 +18,15 @@ from typing import Any
 from sandbox.runtimes.base import SandboxError
 from workbench import exit_codes
 from workbench.config_schema import Config
-from workbench.events import ActionEvent, CondensationEvent, Event, ObservationEvent
+from workbench.events import (
+    ActionEvent,
+    CondensationEvent,
+    Event,
+    LLMCallEvent,
+    LLMRetryEvent,
+    LLMWaitEvent,
+    ObservationEvent,
+)
 from workbench.headless import Nudger
 from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
 from workbench.replay.recording import Recording
@@ -35,14 +43,21 @@ from workbench.session import (
     start_runtime,
     workspace_of,
 )
+from workbench.steps import is_step
 from workbench.tools.base import ToolContext
 
 
 def history_to(recording: Recording, n: int) -> list[Event]:
-    """The recorded events up to the end of step `n` (0: the task only)."""
-    steps = recording.steps
-    cut = next((i for i, step in enumerate(steps) if step > n), len(steps))
-    return recording.events[:cut]
+    """The recorded events of steps up to `n` (0: the task only), in their order. The later
+    actions of the reply that made step `n` are left out with their results."""
+    events = recording.events
+    first = next((i for i, event in enumerate(events) if is_step(event)), len(events))
+    model = (LLMCallEvent, LLMRetryEvent, LLMWaitEvent)  # of a reply left out when n is 0
+    return [
+        event
+        for i, (event, step) in enumerate(zip(events, recording.steps, strict=True))
+        if step <= n or (i < first and not isinstance(event, model))
+    ]
 
 
 def rewritten(history: list[Event], results: list[StepResult]) -> list[Event]:
@@ -111,7 +126,9 @@ async def continue_from(recording: Recording, config: Config, n: int, json_mode:
         session = new_log(config, link=parent | {"step": n, "how": "continue-from"})
         llm = make_llm(config)  # retries are events: the printer shows them
         controller = await open_controller(config, runtime, llm, session)
-        controller.adopt_history(rewritten(history, results))
+        adopted = rewritten(history, results)
+        controller.adopt_history(adopted)
+        printer.skip(adopted)  # its steps go on from the recording's
         printer.start(
             {
                 "session_id": session.session_id,
@@ -120,7 +137,7 @@ async def continue_from(recording: Recording, config: Config, n: int, json_mode:
                 "log": str(session.path),
             }
         )
-        controller.subscribe(lambda event: _show(printer, controller.steps, event))
+        controller.subscribe(printer.event)
         controller.subscribe(Nudger(controller))
         result = await controller.run(None)
     except SandboxError as exc:
@@ -149,11 +166,6 @@ async def continue_from(recording: Recording, config: Config, n: int, json_mode:
     }
     printer.summary(summary)
     return result.exit_code
-
-
-def _show(printer: Printer, steps: int, event: Event) -> None:
-    printer.steps = steps
-    printer.event(event)
 
 
 def _report_differences(results: list[StepResult], printer: Printer, json_mode: bool) -> None:

@@ -4,8 +4,6 @@ at a given speed. The TUI's player (`workbench/tui/replay.py`) drives one."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from workbench.events import Event
 from workbench.replay.recording import in_steps, step_numbers
 
@@ -21,7 +19,11 @@ def pause_between(earlier: float, later: float, speed: float | None) -> float:
 
 
 class Timeline:
-    """The events of steps `first`..`last` and how many of them are shown (`position`)."""
+    """The events of steps `first`..`last` and how many of them are shown (`position`).
+
+    The actions of one reply of the model come before their results, so the events of a
+    step need not be contiguous: the end of step N is the position just after the last event
+    of any step up to N (the later actions of its reply are shown there, waiting)."""
 
     def __init__(self, events: list[Event], first: int = 1, last: int | None = None) -> None:
         pairs = [
@@ -32,7 +34,14 @@ class Timeline:
         self.events = [event for event, _ in pairs]
         self.steps = [max(step, 1) for _, step in pairs]
         self.position = 0
-        self.last_step = self.steps[-1] if self.steps else 0
+        self.first_step = min(self.steps, default=0)
+        self.last_step = max(self.steps, default=0)
+        self._ends = [0] * (self.last_step + 1)
+        """Index s: the end of step s (0 for a step before the first)."""
+        for index, step in enumerate(self.steps):
+            self._ends[step] = index + 1
+        for step in range(1, len(self._ends)):
+            self._ends[step] = max(self._ends[step], self._ends[step - 1])
 
     @property
     def at_end(self) -> bool:
@@ -41,12 +50,15 @@ class Timeline:
 
     @property
     def step(self) -> int:
-        """The step of the last event shown (0 before any)."""
-        return self.steps[self.position - 1] if self.position else 0
+        """The last step shown whole (0 before any), or the one being shown when none is."""
+        whole = max((s for s, end in enumerate(self._ends) if 0 < end <= self.position), default=0)
+        if whole == 0 and self.position:
+            return self.steps[self.position - 1]
+        return whole
 
     def end_of(self, step: int) -> int:
-        """The position just after the last event of `step` (0 for a step before the first)."""
-        return bisect_right(self.steps, step)
+        """The position just after the last event of `step` and of every step before it."""
+        return self._ends[max(0, min(step, self.last_step))] if self._ends else 0
 
     def next_event(self) -> tuple[Event, float] | None:
         """The next event and the recorded seconds since the one before it; None at the end."""
@@ -60,19 +72,17 @@ class Timeline:
         """Show the rest of the next step (the current one if it is not whole yet)."""
         if self.at_end:
             return []
-        target = self.end_of(self.steps[self.position])
+        target = next(end for end in self._ends if end > self.position)
         shown = self.events[self.position : target]
         self.position = target
         return shown
 
     def back(self) -> int:
         """Go back to the end of the previous step; returns the new position."""
-        if self.position == 0:
-            return 0
-        self.position = self.end_of(self.steps[self.position - 1] - 1)
+        self.position = max((end for end in self._ends if end < self.position), default=0)
         return self.position
 
     def jump(self, step: int) -> int:
         """Show everything up to the end of `step` (clamped to the recording); the position."""
-        self.position = self.end_of(max(0, min(step, self.last_step)))
+        self.position = self.end_of(step)
         return self.position

@@ -65,11 +65,11 @@ def watch(
     previous: float | None = None
     for event, step in zip(recording.events, recording.steps, strict=True):
         if not in_steps(step, first, last):
+            printer.skip([event])  # counted: the steps shown keep their numbers
             continue
         if previous is not None and speed:
             sleep(pause_between(previous, event.timestamp, speed))
         previous = event.timestamp
-        printer.steps = step
         printer.event(event)
     summary = recorded_summary(recording)
     printer.summary(summary)
