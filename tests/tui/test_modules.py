@@ -53,7 +53,7 @@ def test_a_failing_probe_falls_back_to_half_cells(monkeypatch: pytest.MonkeyPatc
     assert terminal.probe_worthwhile(environ)
     assert terminal.image_mode(environ, is_tty=False) == "halfcell"
     monkeypatch.setitem(sys.modules, "textual_image.widget", None)  # ImportError on import
-    assert terminal.image_mode(environ, is_tty=True) == "halfcell"
+    assert terminal.image_mode(environ, is_tty=True, ask=lambda _t: KITTY_ANSWER) == "halfcell"
 
 
 async def test_the_import_gets_a_short_switch_interval_then_the_old_one(
@@ -182,3 +182,47 @@ async def test_the_app_drives_a_backend_through_the_protocol_alone(tmp_path: Pat
         "stop",
         "new_session",
     ]
+
+
+KITTY_ANSWER = "\x1b_Gi=31;OK\x1b\\\x1b[?62;22c"
+SIXEL_ANSWER = "\x1b[?64;1;2;4;6;9;15;18;21;22c"
+PLAIN_ANSWER = "\x1b[?62;22c"
+
+
+@pytest.mark.parametrize(
+    ("answer", "environ", "mode"),
+    [
+        (KITTY_ANSWER, {"TERM": "xterm-kitty"}, "kitty"),
+        (SIXEL_ANSWER, {"TERM": "xterm-256color"}, "sixel"),
+        ("\x1b_Gi=31;OK\x1b\\" + SIXEL_ANSWER, {"TERM": "xterm-256color"}, "sixel"),  # WezTerm
+        (PLAIN_ANSWER, {"TERM": "xterm-256color", "LC_TERMINAL": "iTerm2"}, "iterm2"),
+        (PLAIN_ANSWER, {"TERM": "xterm-256color"}, "halfcell"),
+        ("", {"TERM": "xterm-256color"}, "halfcell"),  # no answer in time
+        ("\x1b[?1;2c", {"TERM": "xterm-256color"}, "halfcell"),  # tmux's own answer
+    ],
+)
+def test_the_image_mode_follows_the_terminals_answer_at_start_up(
+    answer: str, environ: dict[str, str], mode: str
+) -> None:
+    assert terminal.choose_mode(answer, environ) == mode
+
+
+def test_the_terminal_is_asked_once_and_a_forced_mode_asks_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[float] = []
+
+    def ask(timeout: float) -> str:
+        asked.append(timeout)
+        return PLAIN_ANSWER
+
+    assert terminal.image_mode({"TERM": "xterm-256color"}, True, ask) == "halfcell"
+    assert asked == [terminal.ANSWER_TIMEOUT_S]
+    forced = {"TERM": "xterm-256color", terminal.FORCE_VARIABLE: "halfcell"}
+    assert terminal.image_mode(forced, True, ask) == "halfcell"
+    assert terminal.image_mode({"TERM": "tmux-256color", "TMUX": "x"}, True, ask) == "halfcell"
+    assert asked == [terminal.ANSWER_TIMEOUT_S]  # neither forced nor tmux asked
+    monkeypatch.setitem(sys.modules, "textual_image.widget", None)  # the renderers fail to load
+    assert terminal.image_mode({"TERM": "xterm-kitty"}, True, lambda _t: KITTY_ANSWER) == (
+        "halfcell"
+    )

@@ -97,6 +97,10 @@ class ShellPane(Vertical):
         where = f"   in {self.cwd}" if self.cwd else ""
         return f"{status}   $ {command}{where}"
 
+    def summary(self) -> str:
+        """One line: the last command and how it ended (the folded panes' row)."""
+        return self._header_text()
+
     def reset(self) -> None:
         """A new session: no command, no output, nothing of the last session's shell."""
         self._buffer.clear()
