@@ -5,12 +5,15 @@ none is set."""
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from rich.segment import Segment
 from textual.strip import Strip
-from tui_support import demo_events
+from tui_support import demo_events, make_config
 
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.conversation import ConversationView
@@ -129,3 +132,51 @@ async def test_the_llm_indicator_says_no_model_when_none_is_set(
         await pilot.pause()
         line = status.render().plain
         assert "no model" not in line and ("llm ✓" in line or "llm ready" in line), line
+
+
+@pytest.mark.parametrize(
+    ("mode", "browser_widget"),
+    [("kitty", "textual_image.widget.TGPImage"), ("sixel", "textual_image.widget.sixel.Image")],
+)
+async def test_images_use_the_graphics_protocol_the_terminal_named_at_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, browser_widget: str
+) -> None:
+    """Kitty: plots in rows of placeholder characters, the picture sent to the terminal as
+    Kitty graphics; Sixel: the browser's screenshot as Sixel (plots stay half-cell blocks: a
+    Sixel picture cannot live in a row of text). Nothing asks the terminal anything."""
+    from tui_support import MemoryArtifacts, png
+
+    from sandbox.protocol import IPythonAction, IPythonObservation
+    from workbench.events import ActionEvent, ObservationEvent
+    from workbench.tui.app import create_app
+    from workbench.tui.widgets.browser import BrowserPane
+    from workbench.tui.widgets.jupyter import JupyterPane
+
+    written = io.StringIO()  # the terminal, as textual-image writes to it
+    monkeypatch.setattr(sys, "__stdout__", written)
+    app = create_app(make_config(), None, clock=lambda: 0.0, image_mode=mode,
+                     user_themes=tmp_path / "none")  # fmt: skip
+    chart = png(320, 200)
+    async with app.run_test(size=(200, 50)) as pilot:
+        jupyter = app.query_one(JupyterPane)
+        jupyter.loader = MemoryArtifacts({"chart.png": chart}).load
+        app.feed_event(ActionEvent(id=1, tool_name="execute_ipython_cell", tool_call_id="c1",
+                                   action=IPythonAction(code="plot()")))  # fmt: skip
+        obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
+        app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if any(cell.image is not None for cell in jupyter.cells):
+                break
+        image = next(cell for cell in jupyter.cells if cell.image is not None)
+        drawn = "".join(strip.text for strip in jupyter._body(image))
+        if mode == "kitty":
+            assert chr(0x10EEEE) in drawn and "▀" not in drawn
+            assert "\x1b_G" in written.getvalue() and "a=p" in written.getvalue()
+        else:
+            assert "▀" in drawn and chr(0x10EEEE) not in drawn
+        browser = app.query_one(BrowserPane)
+        await browser.set_screenshot(chart)
+        kind = type(browser.query_one("#browser-shot"))
+        assert f"{kind.__module__}.{kind.__name__}" == browser_widget
+    assert "\x1b[c" not in written.getvalue()  # no question to the terminal after start-up
