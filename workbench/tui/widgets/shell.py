@@ -104,6 +104,8 @@ class ShellPane(Vertical):
         """One line: the last command, how it ended, its newest output line while it runs
         (the folded panes' row)."""
         header = self._header_text()
+        if self.cwd:  # the folder is in the conversation's title: room for the other panes
+            header = header.removesuffix(f"   in {self.cwd}")
         if self.state == "running" and self.last_line:
             return f"» {self.last_line}   {header}"  # first: the command line can be long
         return header
