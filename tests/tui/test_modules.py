@@ -226,3 +226,65 @@ def test_the_terminal_is_asked_once_and_a_forced_mode_asks_nothing(
     assert terminal.image_mode({"TERM": "xterm-kitty"}, True, lambda _t: KITTY_ANSWER) == (
         "halfcell"
     )
+
+
+def _in_a_pty(code: str, answer: bytes = b"") -> bytes:
+    """What `python -c code` writes to a real pty (80x24 cells of 10x20 pixels; a pty starts at
+    0x0, which textual-image divides by), `answer` typed back once a question arrives."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 800, 480))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    for name in ("TMUX", "STY", terminal.FORCE_VARIABLE, "LC_TERMINAL", "TERM_PROGRAM"):
+        env.pop(name, None)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=follower, stdout=follower, stderr=follower, env=env
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        while b"END" not in seen:
+            ready, _, _ = select.select([leader], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child ended and closed the pty
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if answer and b"\x1b[c" in seen:
+                os.write(leader, answer)
+                answer = b""
+    finally:
+        child.wait(timeout=30)
+        os.close(leader)
+    return seen
+
+
+def test_loading_the_image_renderers_asks_the_terminal_nothing() -> None:
+    """textual-image asks the terminal about Sixel and Kitty graphics when imported on a tty;
+    after our own question that would be a second round (and 0.1 s timeouts each): it is
+    imported with that probe off."""
+    seen = _in_a_pty("from workbench.tui import terminal; terminal._load_renderers(); print('END')")
+    assert b"END" in seen, seen
+    assert b"\x1b[c" not in seen and b"\x1b_G" not in seen, seen
+
+
+def test_a_kitty_terminal_is_asked_once_at_start_up() -> None:
+    """The one question goes out, the terminal's answer (Kitty OK, then DA1) picks Kitty."""
+    code = (
+        "import os; from workbench.tui import terminal; "
+        "print('MODE', terminal.image_mode(os.environ, True), 'END')"
+    )
+    seen = _in_a_pty(code, answer=KITTY_ANSWER.encode())
+    assert b"MODE kitty END" in seen, seen
+    assert seen.count(b"\x1b[c") == 1 and seen.count(b"\x1b_G") == 1, seen
