@@ -288,3 +288,22 @@ def test_a_kitty_terminal_is_asked_once_at_start_up() -> None:
     seen = _in_a_pty(code, answer=KITTY_ANSWER.encode())
     assert b"MODE kitty END" in seen, seen
     assert seen.count(b"\x1b[c") == 1 and seen.count(b"\x1b_G") == 1, seen
+
+
+@pytest.mark.parametrize(
+    ("size", "percent", "focused", "folded"),
+    [
+        ((80, 24), 50, False, True),  # 8 rows for the conversation otherwise
+        ((80, 24), 20, False, True),  # 14 rows left, but 3 for the panes: nothing to see
+        ((80, 24), 50, True, False),  # a pane has the focus: open
+        ((100, 60), 50, False, False),  # tall: both fit
+        ((200, 50), 50, False, False),  # wide: side by side
+    ],
+)
+def test_the_tool_panes_fold_where_the_conversation_or_they_would_be_too_small(
+    size: tuple[int, int], percent: int, focused: bool, folded: bool
+) -> None:
+    from workbench.tui.app import NARROW_WIDTH
+    from workbench.tui.widgets.tools_summary import fold_tools
+
+    assert fold_tools(*size, percent, focused, NARROW_WIDTH) is folded

@@ -17,6 +17,8 @@ folded (at 80x24: 16)."""
 CHROME_ROWS = 5
 """Rows the app takes below the panes whatever happens: the input box (3), status, footer."""
 BORDER_ROWS = 2
+MIN_PANE_ROWS = 6
+"""Stacked panes smaller than this (tabs, border, a few lines) fold as well (F7 at 80x24)."""
 
 
 def fold_tools(
@@ -24,12 +26,13 @@ def fold_tools(
 ) -> bool:
     """Whether the tool panes show as one row: on a terminal too narrow to put them beside the
     conversation and too short to stack them without leaving it fewer than
-    `MIN_CONVERSATION_ROWS`, unless a pane has the focus."""
+    `MIN_CONVERSATION_ROWS` (or the panes too few to show anything), unless a pane has the
+    focus."""
     if focused or width >= narrow_width:
         return False
     main = max(0, height - CHROME_ROWS)
     stacked = main * tools_percent // 100
-    return main - stacked - BORDER_ROWS < MIN_CONVERSATION_ROWS
+    return stacked < MIN_PANE_ROWS or main - stacked - BORDER_ROWS < MIN_CONVERSATION_ROWS
 
 
 def summary_line(active: str, parts: Mapping[str, str]) -> Text:
