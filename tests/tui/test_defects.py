@@ -154,6 +154,8 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
     for size in ((80, 24), (200, 60)):
         app = app_factory()
         async with app.run_test(size=size) as pilot:
+            app.action_show_pane("jupyter")  # opened: at 80x24 the panes are folded
+            await pilot.pause()
             jupyter = app.query_one(JupyterPane)
             jupyter.loader = MemoryArtifacts({"chart.png": chart}).load
             app.feed_event(
@@ -270,6 +272,8 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
     for size in ((80, 24), (200, 60)):
         app = app_factory()
         async with app.run_test(size=size) as pilot:
+            app.action_show_pane("shell")  # opened: at 80x24 the panes are folded
+            await pilot.pause()
             shell = app.query_one(ShellPane)
             app.feed_event(
                 ActionEvent(

@@ -1,4 +1,4 @@
-"""At 80x24 the shell pane is a few rows high: its newest line stays in view when the
+"""A narrow terminal with the shell pane open: its newest line stays in view when the
 confirmation panel takes room, and a rejected command says it did not run."""
 
 from __future__ import annotations
@@ -46,11 +46,13 @@ async def test_the_newest_shell_line_stays_in_view(
     app_factory: Callable[..., WorkbenchApp],
 ) -> None:
     app = app_factory()
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.feed_event(_run(1, "c1", "seq 20"))
-        app.query_one(ShellPane).output.append("".join(f"{n}\n" for n in range(1, 21)))
+    # Tall enough to keep the panes unfolded (at 80x24 they fold when the focus leaves them,
+    # as it does for the confirmation panel).
+    async with app.run_test(size=(100, 40)) as pilot:
+        app.feed_event(_run(1, "c1", "seq 40"))
+        app.query_one(ShellPane).output.append("".join(f"{n}\n" for n in range(1, 41)))
         await pilot.pause()
-        assert "20" in _visible(app)
+        assert "40" in _visible(app)
         _ask(app, 2, "rm -rf b")
         await pilot.pause()
         await pilot.pause()
@@ -72,6 +74,8 @@ async def test_streamed_lines_past_the_pane_end_keep_the_last_one_in_view(
     command = "for i in 1 2 3; do echo line $i; sleep 0.3; done; bash hi.sh"
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
+        app.action_show_pane("shell")  # opened: at 80x24 the panes are folded
+        await pilot.pause()
         app.feed_event(_run(1, "c1", command))
         await pilot.pause()
         shell = app.query_one(ShellPane)
@@ -233,6 +237,8 @@ async def test_a_clamped_scroll_before_the_layout_does_not_stop_following_the_ou
     # clamp of the scroll turned following off meanwhile (as below, by hand).
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
+        app.action_show_pane("shell")  # opened: at 80x24 the panes are folded
+        await pilot.pause()
         app.feed_event(_run(1, "c1", "seq 30"))
         await pilot.pause()
         view = app.query_one(ShellPane).output

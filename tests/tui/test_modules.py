@@ -53,7 +53,7 @@ def test_a_failing_probe_falls_back_to_half_cells(monkeypatch: pytest.MonkeyPatc
     assert terminal.probe_worthwhile(environ)
     assert terminal.image_mode(environ, is_tty=False) == "halfcell"
     monkeypatch.setitem(sys.modules, "textual_image.widget", None)  # ImportError on import
-    assert terminal.image_mode(environ, is_tty=True) == "halfcell"
+    assert terminal.image_mode(environ, is_tty=True, ask=lambda _t: KITTY_ANSWER) == "halfcell"
 
 
 async def test_the_import_gets_a_short_switch_interval_then_the_old_one(
@@ -182,3 +182,128 @@ async def test_the_app_drives_a_backend_through_the_protocol_alone(tmp_path: Pat
         "stop",
         "new_session",
     ]
+
+
+KITTY_ANSWER = "\x1b_Gi=31;OK\x1b\\\x1b[?62;22c"
+SIXEL_ANSWER = "\x1b[?64;1;2;4;6;9;15;18;21;22c"
+PLAIN_ANSWER = "\x1b[?62;22c"
+
+
+@pytest.mark.parametrize(
+    ("answer", "environ", "mode"),
+    [
+        (KITTY_ANSWER, {"TERM": "xterm-kitty"}, "kitty"),
+        (SIXEL_ANSWER, {"TERM": "xterm-256color"}, "sixel"),
+        ("\x1b_Gi=31;OK\x1b\\" + SIXEL_ANSWER, {"TERM": "xterm-256color"}, "sixel"),  # WezTerm
+        (PLAIN_ANSWER, {"TERM": "xterm-256color", "LC_TERMINAL": "iTerm2"}, "iterm2"),
+        (PLAIN_ANSWER, {"TERM": "xterm-256color"}, "halfcell"),
+        ("", {"TERM": "xterm-256color"}, "halfcell"),  # no answer in time
+        ("\x1b[?1;2c", {"TERM": "xterm-256color"}, "halfcell"),  # tmux's own answer
+    ],
+)
+def test_the_image_mode_follows_the_terminals_answer_at_start_up(
+    answer: str, environ: dict[str, str], mode: str
+) -> None:
+    assert terminal.choose_mode(answer, environ) == mode
+
+
+def test_the_terminal_is_asked_once_and_a_forced_mode_asks_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[float] = []
+
+    def ask(timeout: float) -> str:
+        asked.append(timeout)
+        return PLAIN_ANSWER
+
+    assert terminal.image_mode({"TERM": "xterm-256color"}, True, ask) == "halfcell"
+    assert asked == [terminal.ANSWER_TIMEOUT_S]
+    forced = {"TERM": "xterm-256color", terminal.FORCE_VARIABLE: "halfcell"}
+    assert terminal.image_mode(forced, True, ask) == "halfcell"
+    assert terminal.image_mode({"TERM": "tmux-256color", "TMUX": "x"}, True, ask) == "halfcell"
+    assert asked == [terminal.ANSWER_TIMEOUT_S]  # neither forced nor tmux asked
+    monkeypatch.setitem(sys.modules, "textual_image.widget", None)  # the renderers fail to load
+    assert terminal.image_mode({"TERM": "xterm-kitty"}, True, lambda _t: KITTY_ANSWER) == (
+        "halfcell"
+    )
+
+
+def _in_a_pty(code: str, answer: bytes = b"") -> bytes:
+    """What `python -c code` writes to a real pty (80x24 cells of 10x20 pixels; a pty starts at
+    0x0, which textual-image divides by), `answer` typed back once a question arrives."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 800, 480))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    for name in ("TMUX", "STY", terminal.FORCE_VARIABLE, "LC_TERMINAL", "TERM_PROGRAM"):
+        env.pop(name, None)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=follower, stdout=follower, stderr=follower, env=env
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        while b"END" not in seen:
+            ready, _, _ = select.select([leader], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child ended and closed the pty
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if answer and b"\x1b[c" in seen:
+                os.write(leader, answer)
+                answer = b""
+    finally:
+        child.wait(timeout=30)
+        os.close(leader)
+    return seen
+
+
+def test_loading_the_image_renderers_asks_the_terminal_nothing() -> None:
+    """textual-image asks the terminal about Sixel and Kitty graphics when imported on a tty;
+    after our own question that would be a second round (and 0.1 s timeouts each): it is
+    imported with that probe off."""
+    seen = _in_a_pty("from workbench.tui import terminal; terminal._load_renderers(); print('END')")
+    assert b"END" in seen, seen
+    assert b"\x1b[c" not in seen and b"\x1b_G" not in seen, seen
+
+
+def test_a_kitty_terminal_is_asked_once_at_start_up() -> None:
+    """The one question goes out, the terminal's answer (Kitty OK, then DA1) picks Kitty."""
+    code = (
+        "import os; from workbench.tui import terminal; "
+        "print('MODE', terminal.image_mode(os.environ, True), 'END')"
+    )
+    seen = _in_a_pty(code, answer=KITTY_ANSWER.encode())
+    assert b"MODE kitty END" in seen, seen
+    assert seen.count(b"\x1b[c") == 1 and seen.count(b"\x1b_G") == 1, seen
+
+
+@pytest.mark.parametrize(
+    ("size", "percent", "focused", "folded"),
+    [
+        ((80, 24), 50, False, True),  # 8 rows for the conversation otherwise
+        ((80, 24), 20, False, True),  # 14 rows left, but 3 for the panes: nothing to see
+        ((80, 24), 50, True, False),  # a pane has the focus: open
+        ((100, 60), 50, False, False),  # tall: both fit
+        ((200, 50), 50, False, False),  # wide: side by side
+    ],
+)
+def test_the_tool_panes_fold_where_the_conversation_or_they_would_be_too_small(
+    size: tuple[int, int], percent: int, focused: bool, folded: bool
+) -> None:
+    from workbench.tui.app import NARROW_WIDTH
+    from workbench.tui.widgets.tools_summary import fold_tools
+
+    assert fold_tools(*size, percent, focused, NARROW_WIDTH) is folded

@@ -110,6 +110,9 @@ def test_a_first_task_in_tmux_at_80x24(tmp_path: Path, tmux: Tmux) -> None:
             "the waiting task",
         )
         tmux.wait_for(lambda rows: "finished" in rows[-2], "the session to finish")
+        # At 80x24 the tool panes are one folded row until opened: F3 opens the shell.
+        tmux.wait_for(lambda rows: any("shell ✓ exit 0" in r for r in rows), "the folded row", 2)
+        tmux.run("send-keys", "-t", "wb", "F3")
         # The command's last line may trail its result by a flush (50 ms): a person sees it
         # at once, and so must this screen within a second.
         tmux.wait_for(

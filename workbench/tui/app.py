@@ -23,7 +23,8 @@ from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container
-from textual.events import Resize
+from textual.css.query import NoMatches
+from textual.events import DescendantFocus, Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
@@ -72,6 +73,7 @@ from workbench.tui.widgets.prompt import PLACEHOLDER, PromptInput
 from workbench.tui.widgets.shell import ShellPane
 from workbench.tui.widgets.slash_popup import SlashPopup
 from workbench.tui.widgets.status import StatusBar
+from workbench.tui.widgets.tools_summary import ToolsSummary, fold_tools
 
 if TYPE_CHECKING:
     from workbench.config_schema import Config
@@ -183,7 +185,7 @@ class WorkbenchApp(App[int]):
         config: Config | None = None,
         backend: Backend | None = None,
         clock: Callable[[], float] = time.monotonic,
-        image_mode: str = "auto",
+        image_mode: str = "halfcell",
         user_themes: Path | None = None,
         config_path: Path | None = None,
     ) -> None:
@@ -195,7 +197,9 @@ class WorkbenchApp(App[int]):
         self.config_path = config_path
         self.actions: dict[int, ActionEvent] = {}
         self.tools_size = 50
-        self._tools_layout: tuple[bool, int] | None = None
+        self._tools_layout: tuple[bool, int, bool, bool] | None = None
+        self.tools_hidden = False
+        """F2 hid the tool panes (and their folded row)."""
         self.paused = False
         self.initial_task = ""
         """A task to start as soon as the app is up (`workbench -t TASK` without --headless)."""
@@ -244,6 +248,7 @@ class WorkbenchApp(App[int]):
                     yield JupyterPane(id="jupyter")
                 with TabPane("Browser", id="tab-browser"):
                     yield BrowserPane(self.image_mode, id="browser")
+            yield ToolsSummary(self._tools_summary, self.action_show_pane, id="tools-summary")
         yield ConfirmPanel(id="confirm")
         yield SlashPopup(id="slash-popup")
         yield PromptInput(id="prompt")
@@ -381,22 +386,55 @@ class WorkbenchApp(App[int]):
         self.query_one(ConfirmPanel).pygments = style
 
     def on_resize(self, event: Resize) -> None:
-        """Stack the panes on narrow terminals."""
+        """Stack the panes on narrow terminals; fold them on small ones."""
         # This handler runs before Textual's own, so `self.size` is still the old size here.
-        self._layout_tools(event.size.width)
+        self._layout_tools(event.size.width, event.size.height)
 
-    def _layout_tools(self, width: int | None = None) -> None:
+    def _layout_tools(
+        self, width: int | None = None, height: int | None = None, opening: bool = False
+    ) -> None:
         main, tools = self.query_one("#main"), self.query_one("#tools")
-        narrow = (self.size.width if width is None else width) < NARROW_WIDTH
+        width = self.size.width if width is None else width
+        height = self.size.height if height is None else height
+        narrow = width < NARROW_WIDTH
         main.set_class(narrow, "-narrow")
-        layout = (narrow, self.tools_size)
+        # Small terminals: the panes fold to one row until one has the focus (issue 23.12).
+        folded = fold_tools(
+            width, height, self.tools_size, opening or self._tools_focused(), NARROW_WIDTH
+        )
+        layout = (narrow, self.tools_size, folded, self.tools_hidden)
         if layout == self._tools_layout:  # a resize that changes nothing costs no restyle
             return
         self._tools_layout = layout
+        tools.display = not self.tools_hidden and not folded
+        summary = self.query_one(ToolsSummary)
+        summary.display = not self.tools_hidden and folded
+        summary.follow()
         if narrow:
             tools.styles.width, tools.styles.height = "1fr", f"{self.tools_size}%"
         else:
             tools.styles.width, tools.styles.height = f"{self.tools_size}%", "1fr"
+
+    def _tools_focused(self) -> bool:
+        """Whether the focus is in a tool pane (on the main screen, under any dialog)."""
+        tools = self.query_one("#tools")
+        focused = tools.screen.focused
+        return focused is not None and (focused is tools or tools in focused.ancestors)
+
+    def _tools_summary(self) -> tuple[str, dict[str, str]]:
+        """The pane shown first and what each pane shows now, for the folded panes' row."""
+        active = self.query_one("#tools", TabbedContent).active.removeprefix("tab-") or "shell"
+        parts = {
+            "shell": self.query_one(ShellPane).summary(),
+            "jupyter": self.query_one(JupyterPane).summary(),
+            "browser": self.query_one(BrowserPane).summary(),
+        }
+        return active, parts
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The focus moved: open the folded panes when it enters one, fold them when it leaves."""
+        with contextlib.suppress(NoMatches):  # the panes are not composed yet
+            self._layout_tools()
 
     # ------------------------------------------------------------------ events in
 
@@ -772,13 +810,14 @@ class WorkbenchApp(App[int]):
 
     def action_toggle_tools(self) -> None:
         """Show or hide the tool panes."""
-        tools = self.query_one("#tools")
-        tools.display = not tools.display
+        self.tools_hidden = not self.tools_hidden
+        self._layout_tools()
 
     def action_show_pane(self, pane: str) -> None:
         """Show the tool pane `pane` and focus it."""
         tools = self.query_one("#tools", TabbedContent)
-        tools.display = True
+        self.tools_hidden = False
+        self._layout_tools(opening=True)  # unfolded before the focus can go there
         tools.active = f"tab-{pane}"
         target = self.query_one(f"#{pane}")
         if pane == "shell":
@@ -1136,11 +1175,12 @@ def create_app(
     backend: Backend | None = None,
     *,
     clock: Callable[[], float] = time.monotonic,
-    image_mode: str = "auto",
+    image_mode: str = "halfcell",
     user_themes: Path | None = None,
     config_path: Path | None = None,
 ) -> WorkbenchApp:
-    """The app as the CLI runs it; tests pass a fixed clock and `image_mode="halfcell"`."""
+    """The app as the CLI runs it (`image_mode` from `terminal.image_mode`, asked before
+    Textual starts; half-cell blocks by default); tests pass a fixed clock."""
     if user_themes is None:
         from workbench.paths import themes_dir
 

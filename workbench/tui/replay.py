@@ -239,8 +239,15 @@ def run_player(
     recording: Recording, config: Config, first: int, last: int | None, speed: float
 ) -> int:
     """Open the player (`workbench replay SESSION` without --headless)."""
-    from workbench.paths import themes_dir
+    import os
+    import sys
 
-    app = create_player(recording, config, first, last, speed, user_themes=themes_dir())
+    from workbench.paths import themes_dir
+    from workbench.tui import terminal
+
+    image_mode = terminal.image_mode(os.environ, sys.stdout.isatty())  # before Textual starts
+    app = create_player(
+        recording, config, first, last, speed, user_themes=themes_dir(), image_mode=image_mode
+    )
     code = app.run()
     return code or 0

@@ -1,8 +1,8 @@
 """The browser pane: the page's URL and title, its screenshot drawn in the terminal, and the
 page text on demand (`t`).
 
-Screenshots use textual-image where the terminal has a graphics protocol (asked before Textual
-started, `terminal.py`), our own half-cell blocks elsewhere (`halfcell.py`; always in tests,
+Screenshots use textual-image's Kitty or Sixel widget where the terminal said at start-up that it
+has that protocol (`terminal.py`), our own half-cell blocks elsewhere (`halfcell.py`; in tests,
 where `image_mode="halfcell"`), their aspect ratio kept.
 """
 
@@ -53,7 +53,7 @@ class BrowserPane(Vertical, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "toggle_text", "Page text")]
 
-    def __init__(self, image_mode: str = "auto", *, id: str | None = None) -> None:
+    def __init__(self, image_mode: str = "halfcell", *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "browser"
         self.image_mode = image_mode
@@ -61,12 +61,18 @@ class BrowserPane(Vertical, can_focus=True):
         self.url = ""
         self.page_text = ""
         self.showing_text = False
+        self.headline = ""
+        """What the URL bar says (the page, or why it failed)."""
 
     def compose(self) -> ComposeResult:
         """URL bar, an empty screenshot area and the (hidden) page text."""
         yield Static("about:blank", id="browser-url", markup=False)
         yield Static(EMPTY_TEXT, id="browser-empty", markup=False)
         yield OutputView(id="browser-text", classes="-hidden")
+
+    def summary(self) -> str:
+        """One line: the page shown (the folded panes' row)."""
+        return self.headline or "no page yet"
 
     def show_action(self, event: ActionEvent) -> None:
         """The agent acted in the browser (the pane of `browser`): the page comes next."""
@@ -83,12 +89,14 @@ class BrowserPane(Vertical, can_focus=True):
         """A browser observation arrived: new URL, text, screenshot."""
         url = self.query_one("#browser-url", Static)
         if obs.error:
-            url.update(f"{obs.url or self.url or 'about:blank'}  ✗ {obs.error.splitlines()[0]}")
+            self.headline = f"{obs.url or self.url or 'about:blank'}  ✗ {obs.error.splitlines()[0]}"
+            url.update(self.headline)
             url.add_class("-error")
             return
         url.remove_class("-error")
         self.url = obs.url
-        url.update(f"{obs.url}  {obs.title}".strip())
+        self.headline = f"{obs.url}  {obs.title}".strip()
+        url.update(self.headline)
         self.page_text = obs.content
         text_view = self.query_one("#browser-text", OutputView)
         text_view.clear()
@@ -110,16 +118,17 @@ class BrowserPane(Vertical, can_focus=True):
     async def set_screenshot(self, data: bytes) -> None:
         """Draw a PNG screenshot."""
         widget: Widget
-        if self.image_mode == "halfcell":
-            widget = Picture(open_image(data), id="browser-shot")
-        else:
-            from PIL import Image as PILImage
+        if self.image_mode in ("kitty", "sixel", "iterm2"):
+            # Loaded before Textual started (`terminal.image_mode`): importing asks nothing now.
+            from PIL import Image
+            from textual_image.widget import SixelImage, TGPImage
 
-            image = PILImage.open(io.BytesIO(data))
+            image = Image.open(io.BytesIO(data))
             image.load()
-            from textual_image.widget import Image as AutoImage
-
-            widget = AutoImage(image, id="browser-shot")
+            kind = TGPImage if self.image_mode == "kitty" else SixelImage  # iTerm2 reads Sixel
+            widget = kind(image, id="browser-shot")
+        else:
+            widget = Picture(open_image(data), id="browser-shot")
         for old in self.query("#browser-shot"):
             await old.remove()
         self.query_one("#browser-empty", Static).display = False

@@ -341,9 +341,16 @@ class CellList(ScrollView, can_focus=True):
             # read: then it scrolls, or F6 maximizes the pane.
             rows = max(MIN_IMAGE_ROWS, self.scrollable_content_region.height - 2)
             image = HalfcellImage(open_image(cell.image or b""), max_rows=rows)
-            return self.app.console.render_lines(
-                image, self.app.console.options.update(width=width, height=None), pad=False
-            )
+            options = self.app.console.options.update(width=width, height=None)
+            if getattr(self.app, "image_mode", "halfcell") == "kitty":
+                # The Kitty protocol draws in placeholder characters, which rows of text can
+                # hold (Sixel draws over cells: only the browser pane's own widget can).
+                from textual_image.renderable.tgp import Image as KittyImage
+
+                columns, shown = image.size(width, rows)
+                picture = KittyImage(image.image, width=columns, height=shown)
+                return self.app.console.render_lines(picture, options, pad=False)
+            return self.app.console.render_lines(image, options, pad=False)
         except Exception as exc:  # a broken PNG must not break the pane
             return [[Segment(f"[image could not be drawn: {exc}]")]]
 

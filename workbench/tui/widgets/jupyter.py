@@ -59,6 +59,13 @@ class JupyterPane(CellList):
         else:
             self.replace_cell(self._live, cell)
 
+    def summary(self) -> str:
+        """One line: the last cell's title (the folded panes' row)."""
+        if not self.cells:
+            return "no cell yet"
+        last = self.cells[-1]
+        return f"{last.icon} {last.title}".strip()
+
     def show_action(self, event: ActionEvent) -> None:
         """The agent sent a cell (the pane of `execute_ipython_cell`)."""
         if isinstance(event.action, IPythonAction):

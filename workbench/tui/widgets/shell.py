@@ -23,6 +23,7 @@ from sandbox.protocol import (
     ErrorObservation,
     OutputChunk,
 )
+from workbench.display import strip_ansi
 from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.messages import ShellInputSubmitted
 from workbench.tui.widgets.output_view import OutputView
@@ -57,6 +58,8 @@ class ShellPane(Vertical):
         self._before: tuple[str, str, int | None] = ("", "idle", None)
         """The command, state and exit code before the last `command_started`."""
         self.border_title = "shell"
+        self.last_line = ""
+        """The newest line of streamed output (shown while the panes are folded)."""
 
     def compose(self) -> ComposeResult:
         """Header, output and the input line."""
@@ -97,6 +100,16 @@ class ShellPane(Vertical):
         where = f"   in {self.cwd}" if self.cwd else ""
         return f"{status}   $ {command}{where}"
 
+    def summary(self) -> str:
+        """One line: the last command, how it ended, its newest output line while it runs
+        (the folded panes' row)."""
+        header = self._header_text()
+        if self.cwd:  # the folder is in the conversation's title: room for the other panes
+            header = header.removesuffix(f"   in {self.cwd}")
+        if self.state == "running" and self.last_line:
+            return f"» {self.last_line}   {header}"  # first: the command line can be long
+        return header
+
     def reset(self) -> None:
         """A new session: no command, no output, nothing of the last session's shell."""
         self._buffer.clear()
@@ -118,6 +131,7 @@ class ShellPane(Vertical):
         self._before = (self.command, self.state, self.exit_code)
         self.command = command
         self._streamed = False
+        self.last_line = ""
         self.output.append_marked(f"$ {command}", "command")
         self.set_state("running")
 
@@ -143,6 +157,9 @@ class ShellPane(Vertical):
             else:
                 text.append(item)
                 self._streamed = True
+                lines = [line for line in item.splitlines() if line.strip()]
+                if lines:
+                    self.last_line = strip_ansi(lines[-1]).strip()
         if text:
             self.output.append("".join(text))
 

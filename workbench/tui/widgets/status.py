@@ -109,19 +109,21 @@ class StatusBar(Widget):
         state = d.pending if d.pending and d.state == "running" else d.state.replace("_", " ")
         state_style = "reverse" if d.state == "awaiting_confirmation" else ""
         mark = [(f" {d.mark.upper()} ", "bold reverse")] if d.mark else []
+        # Without a model the LLM indicator says so (the library loading fine is no news then).
+        llm_part = (f" llm {d.llm} ", "") if d.model else (" llm: no model ", "bold reverse")
         if not compact:
             return [
                 *mark,
-                (f" {d.model or 'no model'} ", "bold"),
+                *([(f" {d.model} ", "bold")] if d.model else []),
                 (f" {state} ", state_style),
                 (f" step {step} ", ""),
                 (f" {tokens} tok ", ""),
                 (f" ${d.cost:.4f} ", ""),
-                (f" llm {d.llm} ", ""),
+                llm_part,
                 (f" sandbox {d.sandbox} ", ""),
                 (f" {elapsed} ", ""),
             ]
-        model = d.model.rsplit("/", 1)[-1] or "no model"
+        model = d.model.rsplit("/", 1)[-1]
         if len(model) > 18:
             model = model[:17] + "…"
         state = _SHORT_STATES.get(state, state)
@@ -129,12 +131,12 @@ class StatusBar(Widget):
         sandbox = _SHORT_PARTS.get(d.sandbox, d.sandbox)
         return [
             *mark,
-            (f" {model} ", "bold"),
+            *([(f" {model} ", "bold")] if model else []),
             (f" {state} ", state_style),
             (f" {step} ", ""),
             (f" {tokens} tok ", ""),
             (f" ${d.cost:.2f} ", ""),
             (f" {elapsed} ", ""),
-            (f" llm {llm} ", ""),
+            (f" llm {llm} ", "") if model else llm_part,
             (f" sbx {sandbox} ", ""),
         ]
