@@ -44,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--confine-agent",
-        choices=("net", "nonet"),
-        help="run shell, kernel and browser in nested bwrap pid namespaces (with/without network)",
+        choices=("net", "nonet", "allowlist"),
+        help="run shell, kernel and browser in nested bwrap pid namespaces (with network, "
+        "without, or only through the app's proxy bound in at sandbox.net_bridge.PROXY_SOCKET)",
     )
     serve.add_argument(
         "--agent-user",
@@ -201,7 +202,8 @@ def serve(args: argparse.Namespace) -> int:
         from sandbox.agent_uid import AgentUser
 
         agent = AgentUser.parse(args.agent_uid) if args.agent_uid else None
-        why = confine.enable(network=args.confine_agent == "net", protect=protect, agent=agent)
+        network = {"net": "on", "nonet": "off"}.get(args.confine_agent, args.confine_agent)
+        why = confine.enable(network=network, protect=protect, agent=agent)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     if args.agent_user:

@@ -58,6 +58,7 @@ from workbench.tools.registry import REGISTRY, schemas
 if TYPE_CHECKING:
     from workbench.agent.instructions import Instructions
     from workbench.llm import ChatModel, LLMError, LLMResponse, ToolCall
+    from workbench.net_gate import NetGate
     from workbench.resume import History
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
@@ -156,6 +157,10 @@ class Controller(EventHub):
         self._stuck = StuckDetector(config.agent.stuck_threshold)
         self._stuck_warned = False
         self._malformed_run = 0
+        self.acting: ActionEvent | None = None
+        """The action running in the sandbox now (the network proxy names it when it asks)."""
+        self.net_gate: NetGate | None = None
+        """The network policy's side of the proxy (`net_gate.attach`), under "allowlist"."""
 
     # ------------------------------------------------------------------ front-end API
 
@@ -521,6 +526,7 @@ class Controller(EventHub):
                 if decision.verdict == "stop":
                     raise _Stop("rejected", decision.reason or decision.rule)
                 return
+        self.acting = event
         try:
             observation = await self._guard(tool.execute(action, self._tool_context))
         except SandboxError as exc:
@@ -529,6 +535,10 @@ class Controller(EventHub):
         except _Stop:
             await tool.interrupt(self._tool_context)  # what it started may still be running
             raise
+        finally:
+            self.acting = None
+        if self.net_gate is not None:  # the hosts its commands were refused, and why
+            observation = self.net_gate.annotate(event, observation)
         await self._keep_images(observation)
         self._observe(event, observation)
 

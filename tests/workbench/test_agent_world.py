@@ -35,7 +35,8 @@ async def test_the_system_prompt_says_what_the_sandbox_allows(tmp_path: Path) ->
     assert "Only the workspace (and a private /tmp) is writable" in world
     assert "$HOME is /tmp/home" in world
     assert ".git/config" in world and ".workbench/" in world and "git -c" in world
-    assert "The network is on." in world
+    assert "The network goes through a proxy" in world  # the default: "allowlist"
+    assert "another host needs the person's yes" in world
     assert "python3 -m venv .venv" in world
     assert "Limits: " in world and "processes" in world  # the limits in force, as applied
     assert "do not repeat it" in world
@@ -45,7 +46,15 @@ async def test_the_system_prompt_says_what_the_sandbox_allows(tmp_path: Path) ->
 
 
 async def test_no_network_is_said(tmp_path: Path) -> None:
+    """The old key is still read: `sandbox.local.network = false` is network "off"."""
     system = await _system_prompt(
         tmp_path, sandbox__local__isolation="bwrap", sandbox__local__network=False
     )
     assert "There is no network" in system and "The network is on." not in system
+
+
+async def test_network_on_is_said(tmp_path: Path) -> None:
+    system = await _system_prompt(
+        tmp_path, sandbox__local__isolation="bwrap", sandbox__network="on"
+    )
+    assert "The network is on." in system and "proxy" not in system
