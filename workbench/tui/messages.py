@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from textual.message import Message
 
@@ -75,6 +76,17 @@ class ConfirmationAnswered(Message):
         self.answer = answer
         self.reason = reason
         """Why it was rejected, in the person's words (for the agent); may be empty."""
+
+
+class NetworkAsked(Message):
+    """A command in the sandbox wants a host not on the allowlist; `answered` takes the answer
+    ("once", "session", "always" or "reject")."""
+
+    def __init__(self, question: Any, answered: Callable[[str], None]) -> None:
+        super().__init__()
+        self.question = question
+        """A `workbench.net_gate.NetQuestion`."""
+        self.answered = answered
 
 
 class PromptSubmitted(Message):
