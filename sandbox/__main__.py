@@ -49,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         "without, or only through the app's proxy bound in at sandbox.net_bridge.PROXY_SOCKET)",
     )
     serve.add_argument(
+        "--net-bridge",
+        metavar="SOCKET",
+        help="forward 127.0.0.1:3128 to the app's network proxy on this unix socket (Docker "
+        'with network = "allowlist": the container has no other way out)',
+    )
+    serve.add_argument(
         "--agent-user",
         metavar="UID:GID",
         type=_uid_gid,
@@ -255,6 +261,10 @@ def serve(args: argparse.Namespace) -> int:
             port = await server.start(args.host, args.port)
         except OSError as exc:
             raise SystemExit(f"sandbox: cannot listen on {args.host}:{args.port}: {exc}") from exc
+        if args.net_bridge:
+            from sandbox.net_bridge import serve_bridge
+
+            bridge = await serve_bridge(args.net_bridge)
         ready: dict[str, object] = {"port": port, "pid": os.getpid()}
         if generated is not None:
             ready["token_file"] = str(generated)
@@ -270,6 +280,8 @@ def serve(args: argparse.Namespace) -> int:
         if args.watch_stdin:
             _watch_stdin(loop, stop)
         await stop.wait()
+        if args.net_bridge:
+            bridge.close()
         await server.stop()
 
     asyncio.run(main())

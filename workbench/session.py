@@ -97,6 +97,7 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         options |= {"volumes": list(box.volumes), "user_id": box.user_id, "memory": docker.memory}
         options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
         options |= {"image_prefix": docker.image_prefix}
+        options["network"] = box.network
     if config.checkpoints.enabled:
         options["checkpoints"] = checkpoint_store_of(workspace)
     return options
