@@ -72,7 +72,11 @@ if listener is not None and os.fork() == 0:
 if listener is not None:
     os.wait()
     listener.close()
-os.execvp(sys.argv[4], sys.argv[4:])
+try:
+    os.execvp(sys.argv[4], sys.argv[4:])
+except OSError as exc:  # as bwrap and setpriv say it: the program's name and why
+    sys.stderr.write(f"sandbox: execvp {sys.argv[4]}: {exc.strerror}\\n")
+    os._exit(126 if isinstance(exc, PermissionError) else 127)
 """
 """Run by `python -I -S -c BRIDGE SOCKET PORT -- argv`: bridge in the background, exec argv."""
 
