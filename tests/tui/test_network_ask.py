@@ -21,6 +21,7 @@ from workbench.events import NetworkEvent, ObservationEvent
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend
+from workbench.tui.cells import cell_for_event
 from workbench.tui.screens.net_ask import NetAskScreen
 from workbench.tui.widgets.prompt import PromptInput
 from workbench.tui.widgets.status import StatusBar
@@ -106,3 +107,9 @@ async def test_an_unlisted_host_is_asked_about_and_the_answer_holds(tmp_path: Pa
     local = [("127.0.0.1", True, True), ("127.0.0.1", True, False)]
     assert network == [*local, (address, True, True)]
     assert f'"net:{address}"' in (tmp_path / "cfg" / "config.toml").read_text()
+    # The conversation shows the hosts asked about (not those a rule let through).
+    shown = [c.title for e in events if (c := cell_for_event(e)) and c.title.startswith("network")]
+    assert shown == [
+        f"network 127.0.0.1:{port} reached · allowed for this session by the person",
+        f"network {address}:{port} reached · always allowed by the person (net:{address})",
+    ]
