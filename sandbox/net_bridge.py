@@ -23,7 +23,7 @@ PROXY_DIR = "/run/sandbox-net"
 PROXY_SOCKET = f"{PROXY_DIR}/proxy.sock"
 
 BRIDGE = """\
-import os, select, socket, sys, threading
+import os, socket, sys
 main = os.getpid()
 path, port = sys.argv[1], int(sys.argv[2])
 listener = socket.socket()
@@ -58,6 +58,7 @@ def one(conn):
     up.close()
 if listener is not None and os.fork() == 0:
     if os.fork() == 0:
+        import select, threading  # here only: the program's start does not wait for them
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
