@@ -6,13 +6,16 @@ its one way out is the app's proxy, bound in as a unix socket."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from docker_support import MakeRuntime, docker_api, make_runtime, sandbox_image
+from docker_support import BASE_IMAGE, MakeRuntime, docker_api, make_runtime, sandbox_image
+from headless_harness import bash, cli_env, finish, json_lines, run_cli
 from net_support import MARKER, allow_localhost, direct, fetch, outside_server
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from sandbox.runtimes.docker import DockerRuntime
+from workbench.testing.llm_server import ScriptedLLMServer
 
 __all__ = ["docker_api", "make_runtime", "sandbox_image"]  # fixtures, used by name
 
@@ -63,3 +66,34 @@ async def test_off_in_docker_reaches_nothing_and_on_reaches_every_host(
     on = await make_runtime(network="on", workspace=off.workspace + "-on")
     assert on.net_proxy is None
     assert "DIRECT-CONNECTED" in await _sh(on, direct(port))  # this machine, by its address
+
+
+def test_headless_on_docker_refuses_an_unlisted_host_and_tells_the_agent_why(
+    sandbox_image: str, tmp_path: Path
+) -> None:
+    """The real CLI, headless, `--on-confirm reject`, on the Docker runtime."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with outside_server() as port:
+        line = fetch(f"http://localhost:{port}/ok") + "; " + fetch(f"http://127.0.0.1:{port}/no")
+        script = [bash(line, call_id="get"), finish()]
+        with ScriptedLLMServer(script) as server:
+            env = cli_env(
+                tmp_path,
+                server.base_url,
+                RUNTIME="docker",
+                WORKBENCH_SANDBOX_DOCKER_BASE_IMAGE=BASE_IMAGE,
+                WORKBENCH_SANDBOX_NETWORK="allowlist",
+                WORKBENCH_SANDBOX_NETWORK_ALLOW="net:localhost",
+            )
+            args = ["--headless", "--json", "--on-confirm", "reject", "-t", "get"]
+            proc = run_cli(args, env, workspace, timeout=300)
+            told = next(
+                m["content"]
+                for m in server.requests[1]["messages"]
+                if m.get("tool_call_id") == "get"
+            )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{MARKER} /ok" in told and "code=403" in told and f"{MARKER} /no" not in told
+    assert "The sandbox's network proxy refused: 127.0.0.1 (host 127.0.0.1 is not" in told
+    assert json_lines(proc.stdout)[-1]["status"] == "success"
