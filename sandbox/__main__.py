@@ -44,8 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--confine-agent",
-        choices=("net", "nonet"),
-        help="run shell, kernel and browser in nested bwrap pid namespaces (with/without network)",
+        choices=("net", "nonet", "allowlist"),
+        help="run shell, kernel and browser in nested bwrap pid namespaces (with network, "
+        "without, or only through the app's proxy bound in at sandbox.net_bridge.PROXY_SOCKET)",
+    )
+    serve.add_argument(
+        "--net-bridge",
+        metavar="SOCKET",
+        help="forward 127.0.0.1:3128 to the app's network proxy on this unix socket (Docker "
+        'with network = "allowlist": the container has no other way out)',
     )
     serve.add_argument(
         "--agent-user",
@@ -206,7 +213,8 @@ def serve(args: argparse.Namespace) -> int:
         from sandbox.agent_uid import AgentUser
 
         agent = AgentUser.parse(args.agent_uid) if args.agent_uid else None
-        why = confine.enable(network=args.confine_agent == "net", protect=protect, agent=agent)
+        network = {"net": "on", "nonet": "off"}.get(args.confine_agent, args.confine_agent)
+        why = confine.enable(network=network, protect=protect, agent=agent)
         if why is not None:
             raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     if args.agent_user:
@@ -259,6 +267,10 @@ def serve(args: argparse.Namespace) -> int:
             port = await server.start(args.host, args.port)
         except OSError as exc:
             raise SystemExit(f"sandbox: cannot listen on {args.host}:{args.port}: {exc}") from exc
+        if args.net_bridge:
+            from sandbox.net_bridge import serve_bridge
+
+            bridge = await serve_bridge(args.net_bridge)
         ready: dict[str, object] = {"port": port, "pid": os.getpid()}
         if generated is not None:
             ready["token_file"] = str(generated)
@@ -274,6 +286,8 @@ def serve(args: argparse.Namespace) -> int:
         if args.watch_stdin:
             _watch_stdin(loop, stop)
         await stop.wait()
+        if args.net_bridge:
+            bridge.close()
         await server.stop()
 
     asyncio.run(main())

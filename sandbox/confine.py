@@ -82,7 +82,7 @@ os.execvp(sys.argv[4], sys.argv[4:])
 
 
 def enable(
-    network: bool = True, protect: Sequence[Path] = (), agent: AgentUser | None = None
+    network: bool | str = True, protect: Sequence[Path] = (), agent: AgentUser | None = None
 ) -> str | None:
     """Run agent processes in a nested bwrap from now on; None when it works, otherwise why not.
 
@@ -116,8 +116,15 @@ def enable(
     for folder in protect:
         folder.mkdir(parents=True, exist_ok=True)
         prefix += ["--ro-bind", str(folder), str(folder)]
-    if not network:
+    mode = ("on" if network else "off") if isinstance(network, bool) else network
+    if mode in ("off", "allowlist"):
         prefix.append("--unshare-net")
+    if mode == "allowlist":  # the proxy's bridge starts in front of each agent process
+        from sandbox.net_bridge import BRIDGE, PROXY_PORT, PROXY_SOCKET, proxy_env
+
+        for name, value in proxy_env().items():
+            prefix += ["--setenv", name, value]
+        tail += [sys.executable, "-I", "-S", "-c", BRIDGE, PROXY_SOCKET, str(PROXY_PORT), "--"]
     # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
     if Path(MCP_STAGE).is_dir():
         prefix += ["--tmpfs", MCP_STAGE]

@@ -175,10 +175,13 @@ PROFILE: tuple[Row, ...] = (
     ),
     Row(
         "reach",
-        "the network (off with sandbox.local.network = false: loopback only); not the app's "
-        "or the server's processes (another pid namespace)",
-        "the network of Docker's bridge; not the app (outside the container) nor the server "
-        "(another real uid)",
+        'sandbox.network: "allowlist" (default) only the hosts the app\'s proxy allows (a '
+        "network namespace of its own whose one way out is the proxy's unix socket; others "
+        'asked); "off" loopback only; "on" the network. Not the app\'s or the server\'s '
+        "processes (another pid namespace)",
+        'sandbox.network: "allowlist" the proxy\'s allowed hosts (an internal Docker network, '
+        "the proxy's socket bound in; the host's own addresses stay reachable), \"off\" no "
+        'route out, "on" Docker\'s bridge; not the app nor the server (another real uid)',
         "whatever the pod's network policy allows",
         "everything your user can reach, the app's processes included",
     ),

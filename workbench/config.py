@@ -216,6 +216,8 @@ def _flatten(data: Mapping[str, Any], where: str, prefix: str = "") -> dict[str,
             flat.update(_flatten(value, where, f"{key}."))
         elif key in _KEYS:
             flat[key] = value
+        elif (renamed := _renamed(key, value, where)) is not None:
+            flat[renamed[0]] = renamed[1]
         else:
             what = "section" if isinstance(value, Mapping) else "key"
             raise ConfigError(
@@ -226,6 +228,16 @@ def _flatten(data: Mapping[str, Any], where: str, prefix: str = "") -> dict[str,
                 key=key,
             )
     return flat
+
+
+def _renamed(key: str, value: Any, where: str) -> tuple[str, Any] | None:
+    """An old key's new name and value (`config_schema.renamed_key`), or None."""
+    from workbench.config_schema import renamed_key
+
+    try:
+        return renamed_key(key, value, where)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}", source=where, key=key) from None
 
 
 def _known_under(prefix: str) -> str:
@@ -371,6 +383,7 @@ def load_config(
     for key, value in (overrides or {}).items():
         if value is None:
             continue  # an option that was not given
+        key, value = _renamed(key, value, "command line") or (key, value)
         if key not in _KEYS:
             raise ConfigError(
                 f"command-line setting '{key}': unknown key.{_suggest(key)}",

@@ -31,6 +31,31 @@ Isolation = Literal["auto", "none", "bwrap"]
 ConfirmationPolicy = Literal["always", "risky", "never"]
 RiskThreshold = Literal["LOW", "MEDIUM", "HIGH"]
 HeadlessOnConfirm = Literal["approve", "reject", "stop"]
+NetworkMode = Literal["off", "allowlist", "on"]
+
+DEFAULT_NETWORK_ALLOW = (
+    "net:pypi.org",
+    "net:pypi.python.org",
+    "net:files.pythonhosted.org",
+    "net:registry.npmjs.org",
+    "net:registry.yarnpkg.com",
+    "net:crates.io",
+    "net:static.crates.io",
+    "net:index.crates.io",
+    "net:proxy.golang.org",
+    "net:sum.golang.org",
+    "net:rubygems.org",
+    "net:repo.maven.apache.org",
+    "net:repo1.maven.org",
+    "net:conda.anaconda.org",
+    "net:github.com",
+    "net:api.github.com",
+    "net:codeload.github.com",
+    "net:*.githubusercontent.com",
+    "net:gitlab.com",
+    "net:bitbucket.org",
+)
+"""Package registries and source hosts: what `pip`, `npm`, `cargo`, `go` and `git clone` reach."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VOLUME_HINT = 'strings "host_path:container_path[:ro|rw]" with an absolute container_path'
@@ -165,8 +190,6 @@ class LocalConfig(Section):
     """How the child is confined: "bwrap" (bubblewrap: system read-only, home hidden, the agent's
     processes in their own pid namespace), "none" (runs as you, sees everything you can) or
     "auto": bwrap where it works, else none with a warning."""
-    network: bool = True
-    """Whether the agent's processes reach the network (off needs bwrap isolation)."""
     agent_uid: int = Field(default=-1, ge=-1)
     """With bwrap and workbench running as root: the unprivileged uid the agent's processes run
     as (the folders it writes are idmapped, so its files stay the workspace owner's); -1: the
@@ -220,6 +243,30 @@ class SandboxConfig(Section):
     remote: RemoteConfig = Field(default_factory=RemoteConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    network: NetworkMode = "allowlist"
+    """What the agent's processes reach (local and Docker runtimes): "off" nothing, "on"
+    everything, "allowlist" only the hosts network_allow and security.allow's net: rules name,
+    through the app's proxy; another host waits while the person is asked (headless:
+    headless_on_confirm)."""
+    network_allow: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_NETWORK_ALLOW),
+        json_schema_extra={"allowed": 'a list of "net:HOST" rules; HOST may hold * and ?'},
+    )
+    """Hosts reachable without asking under network = "allowlist": package registries and
+    source hosts. Rules as in security.allow ("net:pypi.org", "net:*.githubusercontent.com")."""
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_bool(cls, value: Any) -> Any:
+        return ("on" if value else "off") if isinstance(value, bool) else value
+
+    @field_validator("network_allow")
+    @classmethod
+    def _check_net_rules(cls, rules: list[str]) -> list[str]:
+        for rule in rules:
+            if not rule.startswith("net:") or not rule[4:].strip():
+                raise ValueError(f"bad rule {rule!r}: write net:HOST, e.g. net:pypi.org")
+        return rules
 
     @field_validator("volumes")
     @classmethod
@@ -242,6 +289,29 @@ class SandboxConfig(Section):
             if not _ENV_NAME.match(name):
                 raise ValueError(f"bad variable name {name!r}: use letters, digits and _")
         return env
+
+
+def renamed_key(key: str, value: Any, where: str) -> tuple[str, Any] | None:
+    """An old key as its new one, with a warning saying to move it (None: not an old key).
+    `[sandbox.local] network = true/false` is `[sandbox] network = "on"/"off"`."""
+    if key != "sandbox.local.network":
+        return None
+    if not isinstance(value, bool):
+        raise ValueError(
+            f"{where}: sandbox.local.network = {value!r} is an old setting: write "
+            'sandbox.network = "off", "allowlist" or "on" instead'
+        )
+    import logging
+
+    new = "on" if value else "off"
+    logging.getLogger("workbench.config").warning(
+        "%s: sandbox.local.network = %s is read as sandbox.network = %r; write that instead "
+        '(it also takes "allowlist", the default)',
+        where,
+        str(value).lower(),
+        new,
+    )
+    return "sandbox.network", new
 
 
 class SecurityConfig(Section):

@@ -61,6 +61,7 @@ from workbench.tools.registry import REGISTRY, schemas
 if TYPE_CHECKING:
     from workbench.agent.instructions import Instructions
     from workbench.llm import ChatModel, LLMError, LLMResponse, ToolCall
+    from workbench.net_gate import NetGate
     from workbench.resume import History
 
 __all__ = ["ConfirmHook", "Controller", "RunResult"]
@@ -163,6 +164,10 @@ class Controller(EventHub):
         self._live = LiveOutput()
         """The running action's streamed output: recorded if a stop or a crash cuts it short."""
         self.subscribe_output(self._live.feed)
+        self.acting: ActionEvent | None = None
+        """The action running in the sandbox now (the network proxy names it when it asks)."""
+        self.net_gate: NetGate | None = None
+        """The network policy's side of the proxy (`net_gate.attach`), under "allowlist"."""
 
     # ------------------------------------------------------------------ front-end API
 
@@ -530,6 +535,7 @@ class Controller(EventHub):
                     raise _Stop("rejected", decision.reason or decision.rule)
                 return
         self._live.begin(action)
+        self.acting = event
         try:
             observation = await self._guard(tool.execute(action, self._tool_context))
         except SandboxError as exc:
@@ -542,7 +548,10 @@ class Controller(EventHub):
             raise
         finally:
             self._live.end()
+            self.acting = None
         observation = with_output_so_far(observation, self._live)
+        if self.net_gate is not None:  # the hosts its commands were refused, and why
+            observation = self.net_gate.annotate(event, observation)
         await self._keep_images(observation)
         self._observe(event, observation)
 

@@ -339,6 +339,23 @@ class ErrorEvent(_Event):
     message: str
 
 
+class NetworkEvent(_Event):
+    """The sandbox's proxy was asked for `host` (network = "allowlist") while the action with
+    id `cause` ran (None: between actions): reached (`allowed`) or refused, by `rule`, or
+    `asked` the person first."""
+
+    kind: Literal["network"] = "network"
+    source: EventSource = "environment"
+    cause: int | None = None
+    host: str
+    port: int
+    allowed: bool
+    rule: str = ""
+    """The rule or answer that decided (`net:pypi.org`, `session`, `--on-confirm reject` ...)."""
+    reason: str = ""
+    asked: bool = False
+
+
 Event = Annotated[
     MessageEvent
     | ActionEvent
@@ -353,7 +370,8 @@ Event = Annotated[
     | CheckpointEvent
     | CondensationEvent
     | InstructionsEvent
-    | ErrorEvent,
+    | ErrorEvent
+    | NetworkEvent,
     Field(discriminator="kind"),
 ]
 

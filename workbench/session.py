@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.controller import ConfirmHook, Controller
     from workbench.llm import ChatModel, LLMClient, RetryHook
+    from workbench.net_gate import NetAsk
     from workbench.resume import History
     from workbench.tools.mcp import McpConnection
 
@@ -85,7 +86,7 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
     # A home folder the person confirmed: its dotfiles are protected paths too.
     options["home_like"] = bool(home_protected(workspace))
     if box.runtime == "local":
-        options |= {"isolation": box.local.isolation, "network": box.local.network}
+        options |= {"isolation": box.local.isolation, "network": box.network}
         options["agent_uid"] = box.local.agent_uid
         # The project's rules decide what runs without asking: the agent must not edit them.
         options |= {"read_only": [str(PROJECT_CONFIG.parent), *home_protected(workspace)]}
@@ -99,6 +100,7 @@ def runtime_options(config: Config, workspace: Path) -> dict[str, Any]:
         options |= {"keep_alive": docker.keep_alive, "base_image": docker.base_image}
         options |= {"image_prefix": docker.image_prefix}
         options["python_env"] = python_env_volume(workspace)
+        options["network"] = box.network
     if config.checkpoints.enabled:
         options["checkpoints"] = checkpoint_store_of(workspace)
     return options
@@ -215,6 +217,7 @@ async def open_controller(
     log: SessionLog,
     confirm: ConfirmHook | None = None,
     mcp: McpConnection | None = None,
+    net_ask: NetAsk | None = None,
 ) -> Controller:
     """The controller of a session whose runtime has started: it offers the tools the
     sandbox can run, and those of the MCP servers started in the sandbox (`mcp`, else started
@@ -243,6 +246,9 @@ async def open_controller(
         world=sandbox_world(config, runtime, runtime_limits(runtime)),
     )
     mcp.attach(controller)
+    from workbench.net_gate import attach
+
+    attach(controller, runtime, net_ask)  # the proxy asks `net_ask` (None: headless's answer)
     return controller
 
 

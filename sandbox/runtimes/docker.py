@@ -27,6 +27,8 @@ from sandbox.client import SandboxClient
 from sandbox.errors import SandboxConnectionError, SandboxError, SandboxRequestError
 from sandbox.executors.checkpoints import CheckpointExecutor, on_store
 from sandbox.limits import Limits, docker_in_force, docker_options
+from sandbox.net_bridge import PROXY_DIR, PROXY_SOCKET, proxy_env
+from sandbox.net_proxy import NetProxy, NetworkMode, network_mode
 from sandbox.protocol import Action, CheckpointAction, Observation, RestoreAction
 from sandbox.runtimes import docker_env_volume, docker_idmap, leftovers
 from sandbox.runtimes.base import ServerRuntime
@@ -44,6 +46,7 @@ from sandbox.runtimes.docker_mounts import (
     parse_volumes,
     reach_by_container_ip,
 )
+from sandbox.runtimes.docker_network import network_options, start_proxy, stop_proxy
 from sandbox.runtimes.host_guard import HostGuard
 
 SERVER_PORT = 8000
@@ -77,8 +80,12 @@ class DockerRuntime(ServerRuntime):
         limits: Limits | None = None,
         home_like: bool = False,
         python_env: str | None = None,
+        network: bool | str = True,
     ) -> None:
         super().__init__(soft_timeout_s=soft_timeout_s)
+        self.network: NetworkMode = network_mode(network)
+        self.net_proxy = NetProxy() if self.network == "allowlist" else None  # docker_network.py
+        self._net_dir: Path | None = None
         self.workspace = str(workspace) if in_container() else str(Path(workspace).resolve())
         self.volumes = parse_volumes(volumes)
         self.user_id, self.group_id = _agent_ids(user_id)
@@ -138,6 +145,7 @@ class DockerRuntime(ServerRuntime):
         """Stop the container (see `ServerRuntime.close`), neutralise what the agent left under
         protected paths, then drop this session's index."""
         await super().close()
+        await stop_proxy(self.net_proxy, self._net_dir)
         if self.host_guard is not None:
             await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
         checkpoints, self._host_checkpoints = self._host_checkpoints, None
@@ -151,6 +159,8 @@ class DockerRuntime(ServerRuntime):
 
         if self.host_guard is not None:
             await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
+        if self.net_proxy is not None and self._net_dir is None:  # once: it outlives restarts
+            self._net_dir = await start_proxy(self.net_proxy)
         try:
             return await self._launch_container()
         except (docker.errors.DockerException, OSError) as exc:
@@ -215,6 +225,7 @@ class DockerRuntime(ServerRuntime):
             "lifeline" if not self.keep_alive else "kept",
             "checkpoints on the host",  # a container that mounted the store is not reused
             f"python env {self.python_env}",
+            f"network {self.network} {self._net_dir or ''}",  # a kept one binds this proxy
             *(f"{k}={v}" for k, v in sorted(self.env.items())),
             str(self.memory),
             f"{self.limits.processes}:{self.limits.tmpfs}",
@@ -281,6 +292,8 @@ class DockerRuntime(ServerRuntime):
         if self.python_env:  # a named volume: the entry point hands it to the agent's uid
             docker_env_volume.ensure_volume(self._docker, self.python_env, self.workspace)
             mounts[self.python_env] = {"bind": AGENT_ENV, "mode": "rw"}
+        if self._net_dir is not None:  # read-only: the agent cannot swap the socket
+            mounts[str(self._net_dir)] = {"bind": PROXY_DIR, "mode": "ro"}
         # The token goes in as a root-only file the entry point reads and deletes before the
         # server starts (docker_entry.py), not as SANDBOX_TOKEN: /proc/PID/environ of the
         # container's init would show it to an agent of the same uid for the container's life.
@@ -292,6 +305,7 @@ class DockerRuntime(ServerRuntime):
         }
         if agent_uid:
             environment |= {"SANDBOX_USER_ID": str(agent_uid), "SANDBOX_GROUP_ID": str(agent_uid)}
+        environment |= proxy_env() if self.net_proxy is not None else {}
         labels = {
             LABEL: "1",
             f"{LABEL}.config": digest,
@@ -307,6 +321,7 @@ class DockerRuntime(ServerRuntime):
                 command += ["--disable", executor]
             if self.home_like:
                 command.append("--home-like")
+            command += ["--net-bridge", PROXY_SOCKET] if self.net_proxy is not None else []
             if not self.keep_alive:
                 command.append("--watch-stdin")  # the lifeline: see _attach_lifeline
             container = self._docker.containers.create(
@@ -322,7 +337,7 @@ class DockerRuntime(ServerRuntime):
                 labels=labels,
                 mem_limit=self.memory,
                 **docker_options(self.limits),
-                ports={f"{SERVER_PORT}/tcp": ("127.0.0.1", None)},
+                **network_options(self._docker, self.network, SERVER_PORT),
             )
             try:
                 _put_token(container, token)
@@ -389,7 +404,7 @@ class DockerRuntime(ServerRuntime):
 
     def _address(self, container: Any) -> tuple[str, int]:
         container.reload()
-        if reach_by_container_ip():
+        if reach_by_container_ip() or self.network != "on":
             networks = container.attrs["NetworkSettings"]["Networks"]
             ip = next((n["IPAddress"] for n in networks.values() if n.get("IPAddress")), "")
             if ip:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sandbox.errors import SandboxError
 from sandbox.limits import AgentCgroup, InForce, Limits, events_spec, plan
+from sandbox.net_proxy import NetProxy, NetworkMode, network_mode
 from sandbox.quarantine import copy_regular
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.agent_user import agent_user, default_agent_uid, runs_as_own_uid
@@ -76,7 +77,7 @@ class LocalRuntime(ServerRuntime):
         workspace: Path | str,
         env: Mapping[str, str] | None = None,
         isolation: Literal["auto", "none", "bwrap"] = "auto",
-        network: bool = True,
+        network: bool | str = True,
         soft_timeout_s: float | None = None,
         artifacts: Path | None = None,
         startup_timeout_s: float = 30.0,
@@ -96,9 +97,18 @@ class LocalRuntime(ServerRuntime):
         self.warning: str | None = None
         """Why the sandbox is less isolated than asked ("auto" without bubblewrap), or None."""
         self.isolation: Literal["none", "bwrap"] = self._resolve(isolation)
-        if not network and self.isolation == "none":
+        self.network: NetworkMode = network_mode(network)
+        """"on", "off" or "allowlist" (only through `net_proxy`, which asks the app)."""
+        if self.network == "off" and self.isolation == "none":
             raise SandboxError("network off needs isolation: bubblewrap is not available here")
-        self.network = network
+        self.net_proxy = NetProxy() if self.network == "allowlist" else None
+        """The agent's one way out under "allowlist"; the app sets its `decide` and `observe`."""
+        if self.net_proxy is not None and self.isolation == "none":
+            self.warning = (self.warning + " " if self.warning else "") + (
+                "Without isolation the network allowlist is advisory: the agent's HTTP clients "
+                "use the proxy, but nothing stops a direct connection."
+            )
+        self._proxy_port = 0
         self.workspace = Path(workspace).expanduser().resolve()
         self.env = dict(env or {})
         self.startup_timeout_s = startup_timeout_s
@@ -149,6 +159,7 @@ class LocalRuntime(ServerRuntime):
             raise SandboxError(f"the workspace {self.workspace} does not exist or is not a folder")
         self.artifacts.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
+        await self._start_proxy()
         token = secrets.token_urlsafe(32)
         token_fd = _token_pipe(token)
         command = [sys.executable, "-P", "-m", "sandbox", "serve", "--watch-stdin"]
@@ -260,6 +271,8 @@ class LocalRuntime(ServerRuntime):
         """Stop the server and every process of the session, neutralise what the agent left
         under protected paths, then remove the temporary files."""
         await super().close()
+        if self.net_proxy is not None:
+            await self.net_proxy.close()
         await asyncio.to_thread(self.host_guard.check)  # a walk: off the event loop
         if self.quarantine.is_dir():  # what the server moved away, kept for the person
             with contextlib.suppress(OSError):
@@ -271,6 +284,18 @@ class LocalRuntime(ServerRuntime):
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     # ------------------------------------------------------------------ helpers
+
+    async def _start_proxy(self) -> None:
+        """Start the proxy once (it outlives server restarts): on a unix socket bound into
+        bwrap, or without isolation on a port of this machine's loopback."""
+        if self.net_proxy is None or self._proxy_port or (self._tmp / "net").is_dir():
+            return
+        if self.isolation == "bwrap":
+            folder = self._tmp / "net"
+            folder.mkdir(mode=0o755)
+            await self.net_proxy.listen_unix(str(folder / "proxy.sock"))
+        else:
+            self._proxy_port = await self.net_proxy.listen_tcp()
 
     def _resolve(self, isolation: str) -> Literal["none", "bwrap"]:
         """The isolation to use: "auto" is bwrap where it works, else none with a warning."""
@@ -299,6 +324,10 @@ class LocalRuntime(ServerRuntime):
             and not any(word in name.upper() for word in _SECRET_WORDS)
         }
         env.update(self.env)
+        if self._proxy_port:  # no isolation: the clients are told, nothing more
+            from sandbox.net_bridge import proxy_env
+
+            env.update(proxy_env(self._proxy_port))
         env[SESSION_ENV] = self.session_id
         if not any(Path(p or ".").resolve() == _PACKAGE_ROOT for p in sys.path[1:]):
             env["PYTHONPATH"] = os.pathsep.join(
@@ -318,7 +347,7 @@ class LocalRuntime(ServerRuntime):
             command += ["--limit-events", events]
         if not bwrap:
             return _joining(cgroup, command)
-        command += ["--confine-agent", "net" if self.network else "nonet"]
+        command += ["--confine-agent", {"on": "net", "off": "nonet"}.get(self.network, "allowlist")]
         if self.own_uid:
             agent = agent_user(
                 self.agent_uid,
@@ -355,6 +384,10 @@ class LocalRuntime(ServerRuntime):
             + self._mcp_stage()
             + self._python_env_bind()
         )
+        if self.net_proxy is not None:
+            from sandbox.net_bridge import PROXY_DIR
+
+            command += ["--ro-bind", str(self._tmp / "net"), PROXY_DIR]
         if self.own_uid:  # bwrap makes the folders above a bind 0700: the agent must pass
             for folder in _skeleton([self.workspace, *writable, *readable]):
                 command += ["--chmod", "0755", str(folder)]

@@ -36,7 +36,8 @@ async def test_the_system_prompt_says_what_the_sandbox_allows(tmp_path: Path) ->
     assert "Only the workspace (and a private /tmp) is writable" in world
     assert "$HOME is /tmp/home" in world
     assert ".git/config" in world and ".workbench/" in world and "git -c" in world
-    assert "The network is on." in world
+    assert "The network goes through a proxy" in world  # the default: "allowlist"
+    assert "another host needs the person's yes" in world
     assert "/run/agent-env" in world and "%pip install" in world and "matplotlib" in world
     assert "Limits: " in world and "processes" in world  # the limits in force, as applied
     assert "do not repeat it" in world
@@ -46,6 +47,7 @@ async def test_the_system_prompt_says_what_the_sandbox_allows(tmp_path: Path) ->
 
 
 async def test_no_network_is_said(tmp_path: Path) -> None:
+    """The old key is still read: `sandbox.local.network = false` is network "off"."""
     system = await _system_prompt(
         tmp_path, sandbox__local__isolation="bwrap", sandbox__local__network=False
     )
@@ -70,3 +72,10 @@ async def test_what_the_agent_installs_is_there_in_the_next_session(tmp_path: Pa
     assert "Successfully installed wbtinypkg-1.0" in outputs[0], outputs[0]
     assert "got=42001" in outputs[1], outputs[1]
     assert not (ws / "lib").exists() and not list(ws.glob("**/wbtinypkg/__init__.py"))
+
+
+async def test_network_on_is_said(tmp_path: Path) -> None:
+    system = await _system_prompt(
+        tmp_path, sandbox__local__isolation="bwrap", sandbox__network="on"
+    )
+    assert "The network is on." in system and "proxy" not in system

@@ -43,8 +43,7 @@ def sandbox_world(config: Config, runtime: Any, limits: str | None = None) -> st
         "trust what they say). git add, commit, branch, checkout and stash work; for a one-off "
         "setting use `git -c key=value ...` or GIT_AUTHOR_NAME and the like."
     )
-    network = box.runtime != "local" or box.local.network
-    lines.append("* The network is on." if network else "* There is no network (loopback only).")
+    lines.append(_network_line(box.network if box.runtime != "remote" else "on"))
     lines.append(_packages_line(box.runtime, runtime))
     if limits:
         lines.append(
@@ -91,3 +90,17 @@ def _escalation(config: Config) -> str:
     if not config.security.allow_escalation:
         line += " In a run with nobody to ask (headless) it is refused."
     return line
+
+
+def _network_line(mode: str) -> str:
+    """What the agent reaches under network `mode`, and what to do when a host is refused."""
+    if mode == "off":
+        return "* There is no network (loopback only)."
+    if mode == "on":
+        return "* The network is on."
+    return (
+        "* The network goes through a proxy (HTTP_PROXY/HTTPS_PROXY are set; pip, git, curl "
+        "and npm use them): package registries and source hosts (PyPI, npm, crates.io, "
+        "GitHub, GitLab, ...) are reachable; another host needs the person's yes, and a "
+        "refused one answers 403 with the reason. Nothing connects around the proxy."
+    )

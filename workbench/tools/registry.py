@@ -129,8 +129,10 @@ class ToolRegistry:
         return {tool.rule_kind for tool in self._tools if tool.rule_text_is_shell}
 
     def rule_kinds(self) -> set[str]:
-        """The `kind:` prefixes allow and deny rules may use."""
-        return {tool.rule_kind or tool.name for tool in self._tools if tool.rule_kind or tool.name}
+        """The `kind:` prefixes allow and deny rules may use (`net:` names hosts the sandbox
+        may reach: `workbench/security/net_rules.py`; no action matches it)."""
+        kinds = {tool.rule_kind or tool.name for tool in self._tools if tool.rule_kind or tool.name}
+        return kinds | {"net"}
 
 
 def builtin_tools() -> list[AnyTool]:

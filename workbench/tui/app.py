@@ -53,6 +53,7 @@ from workbench.tui.messages import (
     EventArrived,
     MessageQueued,
     ModelCallChanged,
+    NetworkAsked,
     ProgressChanged,
     PromptSubmitted,
     QueuedMessagesReturned,
@@ -683,6 +684,15 @@ class WorkbenchApp(App[int]):
         if self.backend is not None:
             work = self.backend.answer(message.cause, message.answer, reason=message.reason)
             self._background(work, "answer")
+
+    def on_network_asked(self, message: NetworkAsked) -> None:
+        """Ask the person about a host the sandbox wants (`screens/net_ask.py`)."""
+        from workbench.tui.screens.net_ask import NetAskScreen
+
+        def chosen(answer: str | None) -> None:
+            message.answered(answer or "reject")
+
+        self.push_screen(NetAskScreen(message.question), chosen)
 
     def _offer_allow_rules(self, cause: int) -> None:
         """Show the rules "always allow" proposes; saved, they answer the panel's request."""

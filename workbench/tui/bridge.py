@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config
     from workbench.controller import Controller
+    from workbench.net_gate import NetAnswer, NetQuestion
     from workbench.resume import History
     from workbench.security.policy import Decision
     from workbench.session_log import SessionLog
@@ -264,7 +265,13 @@ class ControllerBackend:
         try:
             mcp = await early[1] if early is not None and early[0] is self.runtime else None
             controller = await open_controller(
-                self.config, self.runtime, llm, self.session, confirm=self._confirm, mcp=mcp
+                self.config,
+                self.runtime,
+                llm,
+                self.session,
+                confirm=self._confirm,
+                mcp=mcp,
+                net_ask=self._net_ask,
             )
         except BaseException:
             self.session.close()
@@ -334,6 +341,27 @@ class ControllerBackend:
             said = "always allowed" if answer == "always" else "allowed for this session"
             return Decision("approve", names, f"{said} in the TUI")
         return Decision("approve", "user", "approved in the TUI")
+
+    async def _net_ask(self, question: NetQuestion) -> NetAnswer:
+        """Ask the person about a host not on the allowlist (the connection waits); "always"
+        saves `net:HOST` where "always allow" saves its rules (the person's config file)."""
+        from workbench.security.net_rules import host_rule
+        from workbench.tui.messages import NetworkAsked
+
+        if self.app is None:
+            return "reject"
+        future: asyncio.Future[NetAnswer] = asyncio.get_running_loop().create_future()
+
+        def answered(answer: str) -> None:
+            if not future.done():
+                known = answer in ("once", "session", "always")
+                future.set_result(answer if known else "reject")  # type: ignore[arg-type]
+
+        self.app.post_message(NetworkAsked(question, answered))
+        answer = await future
+        if answer == "always":
+            self._add_allow_rules([host_rule(question.host)], None)
+        return answer
 
     def _workspace(self) -> str:
         """The workspace as the policy sees it (the sandbox's path)."""

@@ -39,6 +39,7 @@ from workbench.events import (
     LLMRetryEvent,
     LLMWaitEvent,
     MessageEvent,
+    NetworkEvent,
     ObservationEvent,
     StateChangedEvent,
 )
@@ -183,6 +184,11 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
             "…",
             f"waiting for {event.model} · no answer after {event.waited_s:g} s{until}",
         )
+    if isinstance(event, NetworkEvent) and (event.asked or not event.allowed):
+        # A host asked about or refused (reached by a rule: the session log keeps it).
+        verdict = "reached" if event.allowed else "refused"
+        why = event.rule if event.allowed else event.reason
+        return Cell(key, "confirm", "⇄", f"network {event.host}:{event.port} {verdict} · {why}")
     if isinstance(event, CondensationEvent):
         body = f"Summary sent in place of the events it covers:\n\n{event.summary}"
         return Cell(key, "state", "⇣", condensation_line(event), body if event.summary else "")

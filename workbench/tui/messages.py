@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from textual.message import Message
 
@@ -81,6 +82,17 @@ class ConfirmationAnswered(Message):
         self.answer = answer
         self.reason = reason
         """Why it was rejected, in the person's words (for the agent); may be empty."""
+
+
+class NetworkAsked(Message):
+    """A command in the sandbox wants a host not on the allowlist; `answered` takes the answer
+    ("once", "session", "always" or "reject")."""
+
+    def __init__(self, question: Any, answered: Callable[[str], None]) -> None:
+        super().__init__()
+        self.question = question
+        """A `workbench.net_gate.NetQuestion`."""
+        self.answered = answered
 
 
 class PromptSubmitted(Message):
