@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from sandbox.checkpoints import CheckpointStore
+from sandbox.protocol import CmdRunAction
 from workbench.checkpoint_store import checkpoint_store_of
 from workbench.checkpoints_cli import STORE_FAILED, run
-from workbench.events import CheckpointEvent
+from workbench.events import ActionEvent, CheckpointEvent
 from workbench.session_log import SessionLog, make_header, new_session_id
 
 
@@ -41,7 +42,9 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     header = make_header(session_id, workspace, "scripted")
     with SessionLog.create(tmp_path / "data" / "sessions", header) as log:
         log.append(CheckpointEvent(id=1, step=0, commit=first.commit))
-        log.append(CheckpointEvent(id=2, step=1, commit=second.commit, added=["a.txt"]))
+        write = CmdRunAction(command="echo 'made by the agent' > a.txt")
+        log.append(ActionEvent(id=2, tool_name="execute_bash", tool_call_id="c1", action=write))
+        log.append(CheckpointEvent(id=3, step=1, commit=second.commit, added=["a.txt"]))
     return workspace, log.path, session_id
 
 
