@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import (
@@ -20,6 +21,22 @@ from workbench.events import (
 )
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.conversation import ConversationView
+
+_until = waiter(30)
+
+
+def _image_cell(jupyter: Any) -> Any:
+    """The first Jupyter cell with a drawn image, or None."""
+    return next((cell for cell in jupyter.cells if cell.image is not None), None)
+
+
+def _shot_drawn(browser: Any) -> bool:
+    """Whether the browser pane shows a screenshot of some height, drawn in half blocks."""
+    shots = browser.query("#browser-shot")
+    if not shots or shots.first().size.height <= 0:
+        return False
+    shot = shots.first()
+    return any("▀" in shot.render_line(y).text for y in range(shot.size.height))
 
 
 def _rows(view: ConversationView) -> list[str]:
@@ -168,8 +185,8 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
             )
             obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
             app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
-            await pilot.pause(0.2)
-            image = next(cell for cell in jupyter.cells if cell.image is not None)
+            await _until(pilot, lambda j=jupyter: _image_cell(j), "the plot in the Jupyter pane")
+            image = _image_cell(jupyter)
             columns, rows = _drawn([strip.text for strip in jupyter._body(image)])
             assert rows > 6 and abs(columns / (2 * rows) - 1.6) < 0.15, (size, columns, rows)
             sizes[size] = (columns, rows)
@@ -177,7 +194,7 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
             browser = app.query_one(BrowserPane)
             app.action_show_pane("browser")
             await browser.set_screenshot(chart)
-            await pilot.pause(0.1)
+            await _until(pilot, lambda b=browser: _shot_drawn(b), "the screenshot drawn")
             shot = browser.query_one("#browser-shot")
             lines = [shot.render_line(y).text for y in range(shot.size.height)]
             columns, rows = _drawn(lines)
@@ -437,14 +454,14 @@ async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_pat
         async with app.run_test(size=(160, 48)) as pilot:
             if not task:
                 app.open_session_file(log.path)
-            await pilot.pause(0.3)
-            assert [text for _, text, _ in backend.continued] == ([task] if task else [])
             jupyter = app.query_one(JupyterPane)
+            await _until(pilot, lambda j=jupyter: _image_cell(j), "the saved plot shown")
+            assert [text for _, text, _ in backend.continued] == ([task] if task else [])
             images = [cell for cell in jupyter.cells if cell.key.startswith("i")]
             assert images and images[0].image is not None, [c.title for c in jupyter.cells]
             app.action_show_pane("browser")
-            await pilot.pause(0.3)
             browser = app.query_one(BrowserPane)
+            await _until(pilot, lambda b=browser: _shot_drawn(b), "the saved screenshot drawn")
             shots = browser.query("#browser-shot")
             assert shots, "no screenshot drawn"
             shot = shots.first()
@@ -540,13 +557,17 @@ async def test_a_maximized_pane_draws_its_image_larger(
         )
         obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
         app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
-        await pilot.pause(0.2)
-        image = next(cell for cell in jupyter.cells if cell.image is not None)
+        await _until(pilot, lambda j=jupyter: _image_cell(j), "the plot in the Jupyter pane")
+        image = _image_cell(jupyter)
         small = _drawn([strip.text for strip in jupyter._body(image)])
         app.action_show_pane("jupyter")
         jupyter.focus()
         await pilot.press("f6")
-        await pilot.pause(0.2)
+        await _until(
+            pilot,
+            lambda: _drawn([strip.text for strip in jupyter._body(image)])[1] > small[1],
+            "the plot drawn larger in the maximized pane",
+        )
         large = _drawn([strip.text for strip in jupyter._body(image)])
         assert large[1] > small[1] and abs(large[0] / (2 * large[1]) - 1.6) < 0.15, (small, large)
 

@@ -3,7 +3,6 @@ confirmation panel takes room, and a rejected command says it did not run."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,9 +80,11 @@ async def test_streamed_lines_past_the_pane_end_keep_the_last_one_in_view(
         shell = app.query_one(ShellPane)
         for seq, data in enumerate(["line 1\n", "line 2\n", "line 3\n", "hi\n"]):
             shell.feed(OutputChunk(seq=seq, command=command, data=data))
-            await asyncio.sleep(0.08)  # one flush of the pane each
+            shell.flush()  # one flush of the pane each, as its timer does
+            await pilot.pause()
         shell.feed(CommandFinished(seq=4, command=command, exit_code=0))
-        await asyncio.sleep(0.08)
+        shell.flush()
+        await pilot.pause()
         app.feed_event(
             ObservationEvent(
                 id=2,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from test_tmux import WORKBENCH, Tmux, tmux  # noqa: F401  (the fixture)
+from waiting import wait_until
 
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -105,10 +106,13 @@ def test_no_terminal_reply_reaches_the_input_box_when_an_image_is_drawn(
     term.wait_for(lambda rows: sum("▀" in row for row in rows) >= 4, "the chart", 90)
     term.run("send-keys", "-t", "wb", "-l", "typed after")
     term.wait_for(lambda rows: "finished" in rows[-2], "the finish", 60)
-    time.sleep(0.5)  # a reply would come within a few milliseconds of the query
+    # A barrier: keys sent now reach the input box after anything the terminal answered
+    # earlier, so once " end" shows, a reply to the image's question would have shown too.
+    term.run("send-keys", "-t", "wb", "-l", " end")
+    term.wait_for(lambda rows: "typed after end" in "".join(rows), "the barrier keys")
     rows = term.screen()
     assert not any("?1;2c" in row or "[?" in row for row in rows), "\n".join(rows)
-    assert _input_rows(rows) == ["typed after"], "\n".join(rows)
+    assert _input_rows(rows) == ["typed after end"], "\n".join(rows)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)])
@@ -117,10 +121,10 @@ def test_keys_sent_in_one_burst_keep_their_order(started: Any, size: tuple[int, 
     empty lines."""
     term = started({"steps": [], "default": {"text": "ok"}}, size)
     term.run("send-keys", "-t", "wb", "first", "C-j", "second", "C-j", "third")
-    term.wait_for(lambda rows: "third" in "".join(rows), "the keys")
-    time.sleep(0.3)
+    term.run("send-keys", "-t", "wb", "-l", " end")  # a barrier: the burst is all in before it
+    term.wait_for(lambda rows: "third end" in "".join(rows), "the keys")
     rows = term.screen()
-    assert _input_rows(rows) == ["first", "second", "third"], "\n".join(rows)
+    assert _input_rows(rows) == ["first", "second", "third end"], "\n".join(rows)
 
 
 @pytest.mark.timeout(120)
@@ -139,8 +143,8 @@ def test_a_terminal_closed_under_the_app_leaves_no_sandbox_folder(
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not Path(f"/proc/{pid}").exists(), "the app is still running"
-    time.sleep(0.5)  # the sandbox server follows its parent's end
-    assert sorted(path.name for path in temp.iterdir()) == []
+    # The sandbox server follows its parent's end, a moment later.
+    wait_until(lambda: not list(temp.iterdir()), within_s=20, what="the sandbox's folder gone")
 
 
 def test_no_to_a_start_question_says_why_nothing_started(tmp_path: Path, tmux: Tmux) -> None:  # noqa: F811
