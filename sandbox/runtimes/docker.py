@@ -13,7 +13,6 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import secrets
@@ -30,7 +29,7 @@ from sandbox.limits import Limits, docker_in_force, docker_options
 from sandbox.net_bridge import PROXY_DIR, PROXY_SOCKET, proxy_env
 from sandbox.net_proxy import NetProxy, NetworkMode, network_mode
 from sandbox.protocol import Action, CheckpointAction, Observation, RestoreAction
-from sandbox.runtimes import docker_env_volume, docker_idmap, leftovers
+from sandbox.runtimes import docker_container, docker_env_volume, docker_idmap, leftovers
 from sandbox.runtimes.base import ServerRuntime
 from sandbox.runtimes.docker_entry import ROOT_AGENT_WARNING
 from sandbox.runtimes.docker_image import (
@@ -52,8 +51,6 @@ from sandbox.runtimes.host_guard import HostGuard
 SERVER_PORT = 8000
 LABEL = leftovers.CONTAINER_LABEL
 """Every container we start carries this label (value "1"), so stale ones can be found."""
-TOKEN_FILE = "/.sandbox-token"
-"""Where the token waits for the entry point, which deletes it (see docker_entry.py)."""
 START_TIMEOUT_S = 60.0
 
 
@@ -197,12 +194,12 @@ class DockerRuntime(ServerRuntime):
         container, self._container = self._container, None
         lifeline, self._lifeline = self._lifeline, None
         if container is None:
-            _close_quietly(lifeline)
+            docker_container.close_quietly(lifeline)
             return
         if self.state == "closed" and self.keep_alive:
             return
-        await asyncio.to_thread(_remove, container)
-        _close_quietly(lifeline)
+        await asyncio.to_thread(docker_container.remove, container)
+        docker_container.close_quietly(lifeline)
 
     def _alive(self) -> bool:
         # Asking the engine before every action would cost more than the action; a dead
@@ -249,11 +246,13 @@ class DockerRuntime(ServerRuntime):
                 if found.labels.get(f"{LABEL}.config") == digest:
                     token = found.labels.get(f"{LABEL}.token", "")
                     if found.status != "running":
-                        _put_token(found, token)  # the entry point consumed the last one
+                        docker_container.put_token(
+                            found, token
+                        )  # the entry point consumed the last one
                         found.start()
                         found.reload()
                     return found, token
-                _remove(found)
+                docker_container.remove(found)
         else:
             name = f"{self.name_prefix}{secrets.token_hex(6)}"
         token = secrets.token_urlsafe(24)
@@ -340,12 +339,12 @@ class DockerRuntime(ServerRuntime):
                 **network_options(self._docker, self.network, SERVER_PORT),
             )
             try:
-                _put_token(container, token)
+                docker_container.put_token(container, token)
                 if not self.keep_alive:
                     self._attach_lifeline(container)
                 container.start()
             except BaseException:
-                _remove(container)
+                docker_container.remove(container)
                 raise
             return container
         except docker.errors.ImageNotFound as exc:
@@ -368,7 +367,7 @@ class DockerRuntime(ServerRuntime):
         removed at the next start of any runtime (`leftovers.py`).
         """
         old, self._lifeline = self._lifeline, None
-        _close_quietly(old)
+        docker_container.close_quietly(old)
         self._lifeline = container.attach_socket(params={"stdin": 1, "stream": 1})
 
     def _root_warning(self, container: Any) -> str | None:
@@ -400,7 +399,7 @@ class DockerRuntime(ServerRuntime):
         ):
             if leftovers.container_is_leftover(container.labels, container.status):
                 log.info("removing stale sandbox container %s", container.name)
-                _remove(container)
+                docker_container.remove(container)
 
     def _address(self, container: Any) -> tuple[str, int]:
         container.reload()
@@ -413,7 +412,7 @@ class DockerRuntime(ServerRuntime):
         if not bindings:
             raise SandboxError(
                 f"The sandbox container {container.name} is {container.status} and publishes "
-                f"no port.\n{_logs_tail(container)}"
+                f"no port.\n{docker_container.logs_tail(container)}"
             )
         return "127.0.0.1", int(bindings[0]["HostPort"])
 
@@ -446,7 +445,7 @@ class DockerRuntime(ServerRuntime):
                     ) from exc
                 if container.status != "running" or now > deadline:
                     await client.close()
-                    logs = await asyncio.to_thread(_logs_tail, container)
+                    logs = await asyncio.to_thread(docker_container.logs_tail, container)
                     why = "did not answer in time" if container.status == "running" else "exited"
                     raise SandboxError(
                         f"The sandbox server in container {container.name} {why} "
@@ -459,20 +458,6 @@ class _ImageGone(Exception):
     """The image tag we were given was removed before the container was created."""
 
 
-def _put_token(container: Any, token: str) -> None:
-    """Copy `token` into the (not running) container as TOKEN_FILE, root-only."""
-    import io
-    import tarfile
-
-    data = token.encode()
-    info = tarfile.TarInfo(TOKEN_FILE.lstrip("/"))
-    info.size, info.mode, info.uid, info.gid = len(data), 0o400, 0, 0
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.addfile(info, io.BytesIO(data))
-    container.put_archive("/", buffer.getvalue())
-
-
 def _agent_ids(user_id: int | None) -> tuple[int | None, int | None]:
     """The agent's uid and gid: the configured uid (its own number as gid), else ours, else
     (we are root) None, None: the workspace's owner, which the entry point reads."""
@@ -481,31 +466,3 @@ def _agent_ids(user_id: int | None) -> tuple[int | None, int | None]:
     if os.getuid() != 0:
         return os.getuid(), os.getgid()
     return None, None
-
-
-def _close_quietly(stream: Any) -> None:
-    """Close an attach socket: the SDK hands a `SocketIO` whose socket lives on beneath it."""
-    for part in (stream, getattr(stream, "_sock", None)):
-        if part is not None:
-            with contextlib.suppress(OSError):
-                part.close()
-
-
-def _logs_tail(container: Any, lines: int = 15) -> str:
-    try:
-        text = container.logs(tail=lines).decode("utf-8", "replace").strip()
-    except Exception as exc:  # the container may be gone already
-        return f"(no logs: {exc})"
-    return f"--- last lines of `docker logs {container.name}` ---\n{text or '(empty)'}"
-
-
-def _remove(container: Any) -> None:
-    import docker.errors
-
-    try:
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        pass
-    except (docker.errors.DockerException, OSError) as exc:
-        if "already in progress" not in str(exc):
-            log.warning("could not remove container %s: %s", container.name, exc)
