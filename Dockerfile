@@ -36,6 +36,9 @@ RUN /opt/workbench/bin/python -m pip install --no-index --no-deps --no-cache-dir
  && rm -rf /tmp/app
 # WORKBENCH_WHEELS: the sandbox image is built from these wheels, offline (same Python as
 # this image's when the sandbox uses the same base image, the default).
+# WORKBENCH_SANDBOX_NETWORK: the allowlist proxy's socket is bound into the sandbox from this
+# container, which the engine cannot see; here the sandbox's network is "on" (as before the
+# policy existed) unless the person sets it (docs/security.md, "The network").
 ENV PATH=/opt/workbench/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONUNBUFFERED=1 \
     WORKBENCH_IN_DOCKER=1 \
@@ -43,6 +46,7 @@ ENV PATH=/opt/workbench/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
     WORKBENCH_CONFIG_DIR=/state/config \
     WORKBENCH_DATA_DIR=/state/data \
     WORKBENCH_CACHE_DIR=/state/cache \
+    WORKBENCH_SANDBOX_NETWORK=on \
     RUNTIME=docker
 VOLUME /state
 WORKDIR /state

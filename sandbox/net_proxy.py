@@ -90,7 +90,14 @@ class NetProxy:
         """Serve on a unix socket at `path` that any uid may connect to."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        server = await asyncio.start_unix_server(self._serve, path, limit=MAX_HEAD)
+        # An AF_UNIX path holds 107 bytes, and a long TMPDIR made start-up fail ("AF_UNIX path
+        # too long"): bind through the folder's descriptor, whatever the folder's path.
+        folder = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            short = f"/proc/self/fd/{folder}/{os.path.basename(path)}"
+            server = await asyncio.start_unix_server(self._serve, short, limit=MAX_HEAD)
+        finally:
+            os.close(folder)
         os.chmod(path, 0o666)  # the agent may run as another uid
         self._servers.append(server)
 
