@@ -118,12 +118,16 @@ def test_a_first_task_in_tmux_at_80x24(tmp_path: Path, tmux: Tmux) -> None:
         tmux.wait_for(
             lambda rows: any(row.strip("│ ▂▃▄▅▆▇█") == "hi" for row in rows), "the last line", 1
         )
+        # A start-up notice (a toast) may still cover part of the conversation: it goes.
+        tmux.wait_for(
+            lambda rows: any("✔ hi.sh prints hi." in row for row in rows), "the toast gone", 20
+        )
         rows = tmux.screen()
     finally:
         server.stop()
     assert len(rows) == 24
     assert rows[0].startswith("╭─ conversation ") and rows[0].endswith("╮")
-    assert any("✔ hi.sh prints hi." in row for row in rows)  # the finish message, whole
+    assert any("✔ hi.sh prints hi." in row for row in rows), "\n".join(rows)  # whole
     assert any("■ finished · success" in row for row in rows)
     # The status bar and the footer each have their own row, nothing drawn over them.
     status = rows[-2]
