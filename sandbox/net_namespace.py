@@ -143,4 +143,3 @@ def start_holder(bwrap: str, socket_path: str | None, port: int) -> list[str] | 
 def holder_alive() -> bool:
     """Whether the namespace's holder still runs (it ends only with the server)."""
     return _holder is not None and _holder.poll() is None
-

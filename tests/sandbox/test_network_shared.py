@@ -5,7 +5,6 @@ real bash, a real kernel and Chromium."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -73,6 +72,14 @@ def _holders() -> list[int]:
     return found
 
 
+def _gone(pids: set[int], timeout_s: float) -> bool:
+    """Whether none of `pids` is a holder any more, waiting up to `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while pids & set(_holders()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not pids & set(_holders())
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(
     browser_unavailable_reason() is not None and not os.environ.get("CI"),
@@ -122,7 +129,4 @@ async def test_the_agent_cannot_kill_the_bridge_and_a_restarted_shell_still_gets
         assert f"{MARKER} /k" in got, got
     finally:
         await runtime.close()
-    deadline = time.monotonic() + 10
-    while holders & set(_holders()) and time.monotonic() < deadline:  # the session's end
-        await asyncio.sleep(0.05)  # takes them along
-    assert not holders & set(_holders())
+    assert _gone(holders, 10)  # the session's end takes them along
