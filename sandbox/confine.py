@@ -12,8 +12,10 @@ root caller's capabilities) read its memory. So the server runs each agent proce
 second, nested `bwrap`: a new pid namespace (the server, the app and every other process are
 invisible, so nothing of theirs can be signalled or read), all capabilities dropped, the file
 system view the server already has (`--bind / /`: a bind keeps the read-only mounts beneath),
-and optionally no network. The server itself stays outside that namespace: it must see the
-processes it kills, and its token never enters the agent's world.
+and, under network "off" or "allowlist", the session's one network namespace, which all agent
+processes share (`nsenter` first: `sandbox/net_namespace.py`). The server itself stays outside
+that pid namespace: it must see the processes it kills, and its token never enters the agent's
+world.
 
 Why nested and not "server outside bwrap, only the shell inside": the editor and the upload
 endpoint write files from the server process, so the server's own file system view must be the
