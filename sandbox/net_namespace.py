@@ -86,6 +86,10 @@ def start_holder(bwrap: str, socket_path: str | None, port: int) -> list[str] | 
     `socket_path`, or nothing when None); the command that makes a program join it, or why not.
     Call from the thread that lives as long as the server (bwrap's --die-with-parent)."""
     global _holder
+    if _holder is not None:  # enabled again: the old namespace goes with its holder
+        _holder.kill()
+        _holder.wait()
+        _holder = None
     nsenter = shutil.which("nsenter")
     if nsenter is None:
         return "nsenter is not installed (it comes with util-linux)"

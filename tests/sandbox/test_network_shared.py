@@ -6,6 +6,7 @@ real bash, a real kernel and Chromium."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,6 +128,17 @@ async def test_the_agent_cannot_kill_the_bridge_and_a_restarted_shell_still_gets
         # The kernel shares the namespace, so it uses the same bridge.
         got = await _kernel_get(runtime, f"http://localhost:{port}/k", proxied=True)
         assert f"{MARKER} /k" in got, got
+        # Should the bridge end all the same, the holder forks another on the port it kept.
+        [bridge] = [
+            p
+            for p in holders
+            if psutil.Process(p).parent().pid in holders - {p}
+            and psutil.Process(p).parent().name().startswith("python")
+        ]
+        os.kill(bridge, signal.SIGKILL)
+        again = await _sh(runtime, fetch(f"http://localhost:{port}/restarted"))
+        assert f"{MARKER} /restarted" in again and "code=200" in again, again
+        assert bridge not in _holders()
     finally:
         await runtime.close()
     assert _gone(holders, 10)  # the session's end takes them along
