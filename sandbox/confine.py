@@ -12,8 +12,10 @@ root caller's capabilities) read its memory. So the server runs each agent proce
 second, nested `bwrap`: a new pid namespace (the server, the app and every other process are
 invisible, so nothing of theirs can be signalled or read), all capabilities dropped, the file
 system view the server already has (`--bind / /`: a bind keeps the read-only mounts beneath),
-and optionally no network. The server itself stays outside that namespace: it must see the
-processes it kills, and its token never enters the agent's world.
+and, under network "off" or "allowlist", the session's one network namespace, which all agent
+processes share (`nsenter` first: `sandbox/net_namespace.py`). The server itself stays outside
+that pid namespace: it must see the processes it kills, and its token never enters the agent's
+world.
 
 Why nested and not "server outside bwrap, only the shell inside": the editor and the upload
 endpoint write files from the server process, so the server's own file system view must be the
@@ -117,18 +119,23 @@ def enable(
         folder.mkdir(parents=True, exist_ok=True)
         prefix += ["--ro-bind", str(folder), str(folder)]
     mode = ("on" if network else "off") if isinstance(network, bool) else network
-    if mode in ("off", "allowlist"):
-        prefix.append("--unshare-net")
-    if mode == "allowlist":  # the proxy's bridge starts in front of each agent process
-        from sandbox.net_bridge import BRIDGE, PROXY_PORT, PROXY_SOCKET, proxy_env
+    join: list[str] = []
+    if mode in ("off", "allowlist"):  # one namespace for the session (sandbox/net_namespace.py)
+        from sandbox.net_bridge import PROXY_PORT, PROXY_SOCKET, proxy_env
+        from sandbox.net_namespace import start_holder
 
-        for name, value in proxy_env().items():
-            prefix += ["--setenv", name, value]
-        tail += [sys.executable, "-I", "-S", "-c", BRIDGE, PROXY_SOCKET, str(PROXY_PORT), "--"]
+        bridged = PROXY_SOCKET if mode == "allowlist" else None
+        joined = start_holder(bwrap, bridged, PROXY_PORT)
+        if isinstance(joined, str):
+            return joined
+        join = joined
+        if mode == "allowlist":
+            for name, value in proxy_env().items():
+                prefix += ["--setenv", name, value]
     # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
     if Path(MCP_STAGE).is_dir():
         prefix += ["--tmpfs", MCP_STAGE]
-    prefix += ["--", *tail]
+    prefix = [*join, *prefix, "--", *tail]
     try:
         probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -193,7 +200,7 @@ def mcp_prefix(binds: Sequence[tuple[str, str, bool]]) -> list[str] | None:
     """The prefix that starts one MCP server confined like the agent, plus `binds` (source as
     the server sees it, target, writable) that this server alone sees; None when the
     confinement cannot add binds (another uid on Docker, or none: then all is visible)."""
-    if not _prefix or Path(_prefix[0]).name != "bwrap":
+    if not any(Path(part).name == "bwrap" for part in _prefix[:4]):
         return None
     # The agent's own prefix, with this server's options added before its first `--` (what
     # follows that runs inside, as for the agent). It already hides MCP_STAGE when there is

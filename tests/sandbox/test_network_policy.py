@@ -62,7 +62,7 @@ async def test_allowlist_reaches_allowed_hosts_through_the_proxy_only(
         around = await _sh(runtime, direct(port))
         assert MARKER not in around and "DIRECT-CONNECTED" not in around, around
         assert around.count("DIRECT-FAILED") == 2
-        # The kernel is an agent process too: its own namespace, its own bridge.
+        # The kernel is an agent process too: it shares the namespace and its one bridge.
         code = "import os, urllib.request as u\n"
         code += "os.environ['no_proxy'] = os.environ['NO_PROXY'] = ''\n"
         code += f"print(u.urlopen('http://localhost:{port}/k').read())"
