@@ -26,6 +26,9 @@ from workbench.security.net_rules import host_rule, rule_for
 
 NetAnswer = Literal["once", "session", "always", "reject"]
 
+ENDED = ("finished", "stopped", "error")
+"""Controller states that end a run."""
+
 
 @dataclass(frozen=True)
 class NetQuestion:
@@ -50,6 +53,7 @@ class Controller(Protocol):
 
     def _next_id(self) -> int: ...
     def _emit(self, event: Event) -> None: ...
+    def subscribe(self, callback: Callable[[Any], None]) -> Any: ...
     def stop(self, reason: str = ..., status: Status = ...) -> None:
         """End the run."""
 
@@ -105,7 +109,12 @@ class NetGate:
             pending = asyncio.ensure_future(self.ask(_question(host, port, action)))
             self._asking[host] = pending
             pending.add_done_callback(lambda _: self._asking.pop(host, None))
-        answer = await asyncio.shield(pending)
+        try:
+            answer = await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            if not pending.cancelled():
+                raise  # this connection is going away, not the question
+            return "reject", "the run ended before the person answered"
         by = {
             "once": "allowed once by the person",
             "session": "allowed for this session by the person",
@@ -138,6 +147,13 @@ class NetGate:
         )
         self.controller._emit(event)
         return verdict
+
+    def on_event(self, event: Event) -> None:
+        """A run that ends withdraws the questions still open: nobody waits for their answer
+        (the connection is refused, and the TUI closes the question)."""
+        if event.kind == "state" and getattr(event, "state", "") in ENDED:
+            for pending in list(self._asking.values()):
+                pending.cancel()
 
     def annotate(self, action: ActionEvent, observation: AnyObservation) -> AnyObservation:
         """`observation` with a note naming the hosts the proxy refused during `action`."""
@@ -175,4 +191,5 @@ def attach(controller: Controller, runtime: object, ask: NetAsk | None) -> NetGa
     gate = NetGate(controller, ask)
     proxy.decide = gate.decide
     controller.net_gate = gate
+    controller.subscribe(gate.on_event)
     return gate

@@ -113,3 +113,51 @@ async def test_an_unlisted_host_is_asked_about_and_the_answer_holds(tmp_path: Pa
         f"network 127.0.0.1:{port} reached · allowed for this session by the person",
         f"network {address}:{port} reached · always allowed by the person (net:{address})",
     ]
+
+
+@pytest.mark.timeout(120)
+async def test_a_question_still_open_when_the_run_ends_is_withdrawn(tmp_path: Path) -> None:
+    """Found in the user trial: a command left in the background asked about a host, the run
+    finished, and the question stayed on screen with nobody waiting for it."""
+    from net_support import fetch, outside_server
+
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "ws").mkdir()
+    with outside_server() as port:
+        command = f"({fetch(f'http://127.0.0.1:{port}/late')}) > /dev/null 2>&1 &"
+        background = {"command": command, "security_risk": "LOW"}
+        script = {
+            "steps": [
+                {"tool_calls": [{"name": "execute_bash", "arguments": background}]},
+                {  # the question is up before the run ends
+                    "tool_calls": [{"name": "think", "arguments": {"thought": "wait"}}],
+                    "delay_s": 3,
+                },
+                {"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]},
+            ],
+            "default": {"text": "nothing more"},
+        }
+        with ScriptedLLMServer(script) as server:
+            config = _load(tmp_path, server.base_url)
+            backend = ControllerBackend(config, tmp_path / "cfg" / "config.toml")
+            app = create_app(config, backend, clock=lambda: 0.0, image_mode="halfcell")
+            async with app.run_test(size=(110, 32)) as pilot:
+                status = app.query_one(StatusBar)
+                await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox", 60)
+                app.query_one(PromptInput).focus()
+                await pilot.press(*"go", "enter")
+                await _until(pilot, lambda: isinstance(app.screen, NetAskScreen), "a question")
+                await _until(pilot, lambda: status.data.state == "finished", "the finish")
+                await _until(
+                    pilot, lambda: not isinstance(app.screen, NetAskScreen), "the question gone"
+                )
+                await _until(
+                    pilot,
+                    lambda: any(isinstance(e, NetworkEvent) for e in _events(app)),
+                    "the refusal logged",
+                )
+                events = _events(app)
+                await app.action_quit()
+        await asyncio.sleep(0)
+    (refused,) = [e for e in events if isinstance(e, NetworkEvent)]
+    assert not refused.allowed and "run ended before the person answered" in refused.reason

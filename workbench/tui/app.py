@@ -54,6 +54,7 @@ from workbench.tui.messages import (
     MessageQueued,
     ModelCallChanged,
     NetworkAsked,
+    NetworkAskWithdrawn,
     ProgressChanged,
     PromptSubmitted,
     QueuedMessagesReturned,
@@ -693,6 +694,19 @@ class WorkbenchApp(App[int]):
             message.answered(answer or "reject")
 
         self.push_screen(NetAskScreen(message.question), chosen)
+
+    def on_network_ask_withdrawn(self, message: NetworkAskWithdrawn) -> None:
+        """Close the question about a host once the run that asked has ended."""
+        from workbench.tui.screens.net_ask import NetAskScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, NetAskScreen) and screen.question is message.question:
+                screen.dismiss(None)
+                self.notify(
+                    f"The run ended before you answered about {message.question.host}: the "
+                    "connection was refused.",
+                    timeout=6,
+                )
 
     def _offer_allow_rules(self, cause: int) -> None:
         """Show the rules "always allow" proposes; saved, they answer the panel's request."""

@@ -358,7 +358,13 @@ class ControllerBackend:
                 future.set_result(answer if known else "reject")  # type: ignore[arg-type]
 
         self.app.post_message(NetworkAsked(question, answered))
-        answer = await future
+        try:
+            answer = await future
+        except asyncio.CancelledError:  # withdrawn: the run ended before the person answered
+            from workbench.tui.messages import NetworkAskWithdrawn
+
+            self.app.post_message(NetworkAskWithdrawn(question))
+            raise
         if answer == "always":
             self._add_allow_rules([host_rule(question.host)], None)
         return answer

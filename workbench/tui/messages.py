@@ -95,6 +95,14 @@ class NetworkAsked(Message):
         self.answered = answered
 
 
+class NetworkAskWithdrawn(Message):
+    """The run ended before the person answered a `NetworkAsked`: its question goes."""
+
+    def __init__(self, question: Any) -> None:
+        super().__init__()
+        self.question = question
+
+
 class PromptSubmitted(Message):
     """The person sent the text of the input box."""
 
