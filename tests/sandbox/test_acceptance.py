@@ -233,11 +233,13 @@ async def test_a_kernel_killed_from_outside_is_restarted_with_a_note(box: Box) -
     await box.py("kept = 1")
     # With isolation the shell cannot see the kernel (its own pid namespace), so a `kill` from
     # the shell would not reach it: a helper the kernel starts kills it when the test says go.
-    killer = "while [ ! -e go ]; do sleep 0.02; done; kill -9 %d; touch gone"
-    await box.py(
-        f"import os, subprocess\nsubprocess.Popen(['sh', '-c', {killer!r} % os.getpid()], "
-        f"cwd={box.inside!r})"
+    killer = (
+        "while [ ! -e go ]; do sleep 0.02; done; kill -9 %(pid)d; "
+        # gone once it is a zombie or reaped: a cell sent before that would find it dying
+        "while grep -qs '^State:.*[^Z] (' /proc/%(pid)d/status; do sleep 0.01; done; touch gone"
     )
+    start = f"['sh', '-c', {killer!r} % {{'pid': os.getpid()}}]"
+    await box.py(f"import os, subprocess\nsubprocess.Popen({start}, cwd={box.inside!r})")
     (box.host / "go").touch()
     await until(lambda: (box.host / "gone").exists(), what="the kernel killed between cells")
     obs = await box.py("print('back')")

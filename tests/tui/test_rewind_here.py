@@ -135,7 +135,11 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             assert _files(ws) == {"a.txt": "one\n"}
             upto = load_history(log, first).upto  # the action, its result and checkpoint
             assert f"Branch of {log.stem} at event {upto}" in str(prompt.placeholder)
-            assert any("Files rewound (+1 ~0 -1)" in n.message for n in app._notifications)
+            await _until(
+                pilot,
+                lambda: any("Files rewound (+1 ~0 -1)" in n.message for n in app._notifications),
+                "the files-rewound toast",
+            )
             found = load_checkpoints(log)
             back = undo_plan(found, open_store(found))
             assert back.changes.added == ("b.txt",) and back.changes.deleted == ("a.txt",)
