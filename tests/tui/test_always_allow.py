@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 from textual.widgets import Static, TextArea
+from tui_support import controller_events, scripted_config
 
-from workbench.config import load_config
 from workbench.config_schema import Config
 from workbench.events import (
     ActionEvent,
@@ -52,26 +52,14 @@ PROJECT_TEXT = "# the team's rules\n[security]\n# ask before anything else\nallo
 
 
 def _load(tmp_path: Path, base_url: str) -> Config:
-    env = {
-        "LLM_MODEL": "openai/test-model",
-        "LLM_BASE_URL": base_url,
-        "LLM_API_KEY": "test-key-123456",
-        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
-        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
-        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
-        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
-    }
-    overrides = {"sandbox.workspace": str(tmp_path / "ws"), "security.confirmation": "always"}
-    return load_config(env=env, overrides=overrides)
+    return scripted_config(tmp_path, base_url, {"security.confirmation": "always"})
 
 
 _until = waiter(30)
 
 
 def _events(app: WorkbenchApp) -> list[Any]:
-    backend = app.backend
-    assert isinstance(backend, ControllerBackend) and backend.controller is not None
-    return list(backend.controller.events)
+    return controller_events(app)
 
 
 @pytest.mark.timeout(120)

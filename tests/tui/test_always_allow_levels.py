@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 from textual.widgets import RadioButton, Static, TextArea
+from tui_support import controller_events
 
 from workbench.config import load_config
 from workbench.events import ConfirmationDecisionEvent, ConfirmationRequestEvent
@@ -74,9 +75,7 @@ async def _session(
 
 
 def _events(app: WorkbenchApp) -> list[Any]:
-    backend = app.backend
-    assert isinstance(backend, ControllerBackend)
-    return [] if backend.controller is None else list(backend.controller.events)
+    return controller_events(app)
 
 
 def _requests(app: WorkbenchApp) -> list[ConfirmationRequestEvent]:

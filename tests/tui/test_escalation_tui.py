@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 from textual.widgets import Static
+from tui_support import controller_events
 
 from workbench.config import load_config
 from workbench.events import HostRunObservation, ObservationEvent
@@ -27,9 +28,7 @@ WHY = "the data file is only on my machine"
 
 
 def _events(app: WorkbenchApp) -> list[Any]:
-    backend = app.backend
-    assert isinstance(backend, ControllerBackend)
-    return [] if backend.controller is None else list(backend.controller.events)
+    return controller_events(app)
 
 
 @pytest.mark.timeout(120)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from pilot_wait import waiter
+from tui_support import scripted_config
 
 from sandbox.protocol import CmdOutputObservation
-from workbench.config import load_config
 from workbench.config_schema import Config
 from workbench.events import ObservationEvent
 from workbench.session_log import read
@@ -38,18 +38,7 @@ _until = waiter(30)
 
 
 def _config(tmp_path: Path, base_url: str) -> Config:
-    (tmp_path / "cfg").mkdir()
-    (tmp_path / "ws").mkdir()
-    env = {
-        "LLM_MODEL": "openai/test-model",
-        "LLM_BASE_URL": base_url,
-        "LLM_API_KEY": "test-key-123456",
-        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
-        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
-        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
-        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
-    }
-    return load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws")})
+    return scripted_config(tmp_path, base_url)
 
 
 def _controller(app: WorkbenchApp) -> Any:

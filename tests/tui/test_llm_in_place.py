@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from pilot_wait import waiter
+from tui_support import scripted_config
 
-from workbench.config import load_config
 from workbench.config_schema import Config
 from workbench.events import LLMRetryEvent, MessageEvent
 from workbench.session_log import read
@@ -24,18 +24,7 @@ REPLY = " ".join(f"word{n}" for n in range(60))
 
 
 def _config(tmp_path: Path, base_url: str, **overrides: Any) -> Config:
-    (tmp_path / "cfg").mkdir()
-    (tmp_path / "ws").mkdir()
-    env = {
-        "LLM_MODEL": "openai/test-model",
-        "LLM_BASE_URL": base_url,
-        "LLM_API_KEY": "test-key-123456",
-        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
-        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
-        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
-        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
-    }
-    return load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws"), **overrides})
+    return scripted_config(tmp_path, base_url, overrides)
 
 
 def _debug(pilot: Any) -> list[tuple[str, str]]:

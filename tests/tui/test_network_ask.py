@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 from textual.widgets import Static
+from tui_support import controller_events, scripted_config
 
 from sandbox.runtimes.bwrap import bwrap_available
-from workbench.config import load_config
 from workbench.config_schema import Config
 from workbench.events import NetworkEvent, ObservationEvent
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -43,29 +43,17 @@ def _script(urls: list[str]) -> dict[str, Any]:
 
 
 def _load(tmp_path: Path, base_url: str) -> Config:
-    env = {
-        "LLM_MODEL": "openai/test-model",
-        "LLM_BASE_URL": base_url,
-        "LLM_API_KEY": "test-key-123456",
-        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
-        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
-        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
-        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
-    }
     overrides = {
-        "sandbox.workspace": str(tmp_path / "ws"),
         "sandbox.local.isolation": "bwrap",
         "sandbox.network": "allowlist",
         "sandbox.network_allow": ["net:localhost"],
         "security.confirmation": "never",
     }
-    return load_config(env=env, overrides=overrides)
+    return scripted_config(tmp_path, base_url, overrides)
 
 
 def _events(app: WorkbenchApp) -> list[Any]:
-    backend = app.backend
-    assert isinstance(backend, ControllerBackend) and backend.controller is not None
-    return list(backend.controller.events)
+    return controller_events(app)
 
 
 @pytest.mark.timeout(120)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pilot_wait import waiter
 from textual.widgets import Input
+from tui_support import scripted_config
 
-from workbench.config import load_config
 from workbench.config_schema import Config
 from workbench.events import ConfirmationDecisionEvent, ObservationEvent
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -41,16 +41,7 @@ SCRIPT = {
 
 
 def _load(tmp_path: Path, base_url: str) -> Config:
-    env = {
-        "LLM_MODEL": "openai/test-model",
-        "LLM_BASE_URL": base_url,
-        "LLM_API_KEY": "test-key-123456",
-        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
-        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
-        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
-        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
-    }
-    return load_config(env=env, overrides={"sandbox.workspace": str(tmp_path / "ws")})
+    return scripted_config(tmp_path, base_url)
 
 
 _until = waiter(30)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from pilot_wait import waiter
+from tui_support import controller_events, scripted_config
 
-from workbench.config import load_config
 from workbench.config_schema import Config
 from workbench.events import ConfirmationDecisionEvent, MessageEvent
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -50,24 +50,12 @@ SCRIPT = {
 
 
 def _config(tmp_path: Path, base_url: str) -> Config:
-    (tmp_path / "cfg").mkdir()
-    (tmp_path / "ws").mkdir()
-    env = {
-        "LLM_MODEL": "openai/test-model",
-        "LLM_BASE_URL": base_url,
-        "LLM_API_KEY": "test-key-123456",
-        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
-        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
-        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
-        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
-    }
     overrides = {
-        "sandbox.workspace": str(tmp_path / "ws"),
         "security.confirmation": "risky",
         "security.risk_threshold": "HIGH",
         "sandbox.soft_timeout_s": 1.0,
     }
-    return load_config(env=env, overrides=overrides)
+    return scripted_config(tmp_path, base_url, overrides)
 
 
 _until = waiter(30)
@@ -82,9 +70,7 @@ def _shell_text(app: WorkbenchApp) -> str:
 
 
 def _events(app: WorkbenchApp) -> list[Any]:
-    backend = app.backend
-    assert isinstance(backend, ControllerBackend) and backend.controller is not None
-    return list(backend.controller.events)
+    return controller_events(app)
 
 
 @pytest.mark.timeout(120)

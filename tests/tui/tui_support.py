@@ -6,6 +6,9 @@ folder's conftest pytest loaded last (tests/security has one too)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from sandbox.protocol import (
     BrowseAction,
@@ -204,3 +207,35 @@ class MemoryArtifacts:
 def make_config() -> Config:
     """A config with a model and a fixed file path."""
     return Config(llm=LLMConfig(model="openai/test-model", base_url="http://127.0.0.1:9/v1"))
+
+
+def scripted_config(
+    tmp_path: Path, base_url: str, overrides: Mapping[str, object] | None = None
+) -> Config:
+    """The config of a real backend against the scripted LLM server at `base_url`: data and
+    config folders in `tmp_path`, the workspace `tmp_path/ws` (made), no browser or Jupyter."""
+    from workbench.config import load_config
+
+    for name in ("cfg", "ws"):
+        (tmp_path / name).mkdir(exist_ok=True)
+    env = {
+        "LLM_MODEL": "openai/test-model",
+        "LLM_BASE_URL": base_url,
+        "LLM_API_KEY": "test-key-123456",
+        "WORKBENCH_DATA_DIR": str(tmp_path / "data"),
+        "WORKBENCH_CONFIG_DIR": str(tmp_path / "cfg"),
+        "WORKBENCH_AGENT_ENABLE_BROWSER": "false",
+        "WORKBENCH_AGENT_ENABLE_JUPYTER": "false",
+    }
+    return load_config(
+        env=env, overrides={"sandbox.workspace": str(tmp_path / "ws"), **(overrides or {})}
+    )
+
+
+def controller_events(app: Any) -> list[Any]:
+    """The events of the app's live session so far (none before it starts)."""
+    from workbench.tui.bridge import ControllerBackend
+
+    backend = app.backend
+    assert isinstance(backend, ControllerBackend)
+    return [] if backend.controller is None else list(backend.controller.events)
