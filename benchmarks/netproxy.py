@@ -4,7 +4,7 @@ Run: `python benchmarks/netproxy.py [--mb 100] [--requests 200]`. Progress goes 
 last line on stdout is ONE JSON object. An HTTP server on this machine stands for the outside.
 Two local runtimes (bubblewrap) run the same client inside the sandbox in the same run:
 
-- "proxy": network "allowlist" (the client's own network namespace; its bridge, the unix
+- "proxy": network "allowlist" (the session's network namespace; its one bridge, the unix
   socket, the app's proxy asking a policy that allows the host, then the server);
 - "direct": network "on" (the client connects to the server itself: the floor).
 
