@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pilot_wait import waiter
+from tui_support import image_cell, shot_drawn
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import (
@@ -23,20 +24,6 @@ from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.conversation import ConversationView
 
 _until = waiter(30)
-
-
-def _image_cell(jupyter: Any) -> Any:
-    """The first Jupyter cell with a drawn image, or None."""
-    return next((cell for cell in jupyter.cells if cell.image is not None), None)
-
-
-def _shot_drawn(browser: Any) -> bool:
-    """Whether the browser pane shows a screenshot of some height, drawn in half blocks."""
-    shots = browser.query("#browser-shot")
-    if not shots or shots.first().size.height <= 0:
-        return False
-    shot = shots.first()
-    return any("▀" in shot.render_line(y).text for y in range(shot.size.height))
 
 
 def _rows(view: ConversationView) -> list[str]:
@@ -185,8 +172,8 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
             )
             obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
             app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
-            await _until(pilot, lambda j=jupyter: _image_cell(j), "the plot in the Jupyter pane")
-            image = _image_cell(jupyter)
+            await _until(pilot, lambda j=jupyter: image_cell(j), "the plot in the Jupyter pane")
+            image = image_cell(jupyter)
             columns, rows = _drawn([strip.text for strip in jupyter._body(image)])
             assert rows > 6 and abs(columns / (2 * rows) - 1.6) < 0.15, (size, columns, rows)
             sizes[size] = (columns, rows)
@@ -194,7 +181,7 @@ async def test_images_keep_their_aspect_ratio_at_every_size(
             browser = app.query_one(BrowserPane)
             app.action_show_pane("browser")
             await browser.set_screenshot(chart)
-            await _until(pilot, lambda b=browser: _shot_drawn(b), "the screenshot drawn")
+            await _until(pilot, lambda b=browser: shot_drawn(b), "the screenshot drawn")
             shot = browser.query_one("#browser-shot")
             lines = [shot.render_line(y).text for y in range(shot.size.height)]
             columns, rows = _drawn(lines)
@@ -455,13 +442,13 @@ async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_pat
             if not task:
                 app.open_session_file(log.path)
             jupyter = app.query_one(JupyterPane)
-            await _until(pilot, lambda j=jupyter: _image_cell(j), "the saved plot shown")
+            await _until(pilot, lambda j=jupyter: image_cell(j), "the saved plot shown")
             assert [text for _, text, _ in backend.continued] == ([task] if task else [])
             images = [cell for cell in jupyter.cells if cell.key.startswith("i")]
             assert images and images[0].image is not None, [c.title for c in jupyter.cells]
             app.action_show_pane("browser")
             browser = app.query_one(BrowserPane)
-            await _until(pilot, lambda b=browser: _shot_drawn(b), "the saved screenshot drawn")
+            await _until(pilot, lambda b=browser: shot_drawn(b), "the saved screenshot drawn")
             shots = browser.query("#browser-shot")
             assert shots, "no screenshot drawn"
             shot = shots.first()
@@ -557,8 +544,8 @@ async def test_a_maximized_pane_draws_its_image_larger(
         )
         obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
         app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
-        await _until(pilot, lambda j=jupyter: _image_cell(j), "the plot in the Jupyter pane")
-        image = _image_cell(jupyter)
+        await _until(pilot, lambda j=jupyter: image_cell(j), "the plot in the Jupyter pane")
+        image = image_cell(jupyter)
         small = _drawn([strip.text for strip in jupyter._body(image)])
         app.action_show_pane("jupyter")
         jupyter.focus()

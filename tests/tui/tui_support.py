@@ -239,3 +239,17 @@ def controller_events(app: Any) -> list[Any]:
     backend = app.backend
     assert isinstance(backend, ControllerBackend)
     return [] if backend.controller is None else list(backend.controller.events)
+
+
+def image_cell(jupyter: Any) -> Any:
+    """The first Jupyter cell with a drawn image, or None."""
+    return next((cell for cell in jupyter.cells if cell.image is not None), None)
+
+
+def shot_drawn(browser: Any) -> bool:
+    """Whether the browser pane shows a screenshot of some height, drawn in half blocks."""
+    shots = browser.query("#browser-shot")
+    if not shots or shots.first().size.height <= 0:
+        return False
+    shot = shots.first()
+    return any("▀" in shot.render_line(y).text for y in range(shot.size.height))
