@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.agent.messages import MessageBuilder
-from workbench.condenser import Condenser
-from workbench.config_schema import CondenseConfig, Config, LLMConfig
+from workbench.config.schema import CondenseConfig, Config, LLMConfig
+from workbench.controller.condenser import Condenser
 from workbench.events import (
     ActionEvent,
     CondensationEvent,

@@ -301,9 +301,9 @@ async def _run_echo_session(
     runtime, the client)."""
     from sandbox.protocol import CmdRunAction
     from sandbox.runtimes.local import LocalRuntime
-    from workbench.config import load_config
-    from workbench.controller import Controller
-    from workbench.session_log import SessionLog, make_header, new_session_id
+    from workbench.config.load import load_config
+    from workbench.controller.loop import Controller
+    from workbench.session.log import SessionLog, make_header, new_session_id
 
     (tmp / "ws").mkdir()
     overrides = {"sandbox.workspace": str(tmp / "ws"), "agent.max_iterations": steps + 5}
@@ -508,7 +508,7 @@ def log_append_us(fsync: bool, count: int = 500) -> float:
     """Mean microseconds per session-log append."""
     from sandbox.protocol import CmdOutputObservation
     from workbench.events import ObservationEvent
-    from workbench.session_log import SessionLog, make_header, new_session_id
+    from workbench.session.log import SessionLog, make_header, new_session_id
 
     obs = CmdOutputObservation(command="echo hi", content="hi\n" * 20, exit_code=0)
     with tempfile.TemporaryDirectory() as name:

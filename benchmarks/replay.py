@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from sandbox.runtimes.local import LocalRuntime
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.events import (
     ActionEvent,
     Event,
@@ -39,11 +39,11 @@ from workbench.events import (
     StateChangedEvent,
     event_to_json,
 )
-from workbench.headless_output import JsonPrinter
+from workbench.headless.output import JsonPrinter
 from workbench.replay.recording import load_recording
 from workbench.replay.rerun import Rerunner
 from workbench.replay.watch import watch
-from workbench.session_log import list_summaries, make_header
+from workbench.session.log import list_summaries, make_header
 from workbench.tools.base import ToolContext
 
 SESSIONS = 1000

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
+from workbench.cli.sessions import session_facts
 from workbench.events import (
     ActionEvent,
     LLMCallEvent,
@@ -35,9 +36,8 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.resume import load_history
-from workbench.session_log import SessionLog, list_summaries, make_header
-from workbench.sessions_cli import session_facts
+from workbench.session.log import SessionLog, list_summaries, make_header
+from workbench.session.resume import load_history
 
 SESSIONS = 1000
 STEPS = 20

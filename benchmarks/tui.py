@@ -119,7 +119,7 @@ def child_startup(out: Path, started: float, code: Path) -> None:
     """Run in a pty: the real app (imported from the compiled copy `code`), real backend;
     write the start-up figures to `out`."""
     sys.path.insert(0, str(code))
-    from workbench.config import load_config
+    from workbench.config.load import load_config
     from workbench.tui.app import WorkbenchApp, create_app
     from workbench.tui.bridge import ControllerBackend
     from workbench.tui.widgets.prompt import PromptInput
@@ -357,7 +357,7 @@ def write_session(path_dir: Path, count: int = 10_000) -> Path:
     """A session log of `count` events: messages, commands and their (multi-line) output."""
     from sandbox.protocol import CmdOutputObservation, CmdRunAction
     from workbench.events import ActionEvent, MessageEvent, ObservationEvent
-    from workbench.session_log import SessionLog, make_header
+    from workbench.session.log import SessionLog, make_header
 
     log = SessionLog.create(path_dir, make_header("bench-10k", "/ws", "openai/bench"))
     n = 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from workbench.config import env_names, known_keys
+from workbench.config.keys import env_names, known_keys
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

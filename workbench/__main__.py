@@ -2,6 +2,6 @@
 
 import sys
 
-from workbench.cli import main
+from workbench.cli.main import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """The Docker volume that holds a workspace's agent Python env (`sandbox/agent_env.py`).
 
-One named volume per workspace (the app names it, `workbench/python_env_store.py`), labelled
+One named volume per workspace (the app names it, `workbench/session/python_env_store.py`), labelled
 with the workspace's host path, so that what a session installed is there for the next one.
 A volume whose workspace folder is gone is of no use to anyone: each Docker runtime's start
 removes those (one the engine still has in use is left for later).

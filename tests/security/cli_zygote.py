@@ -2,9 +2,9 @@
 
 `python -m workbench --headless` spends ~5 s of CPU importing litellm before its first step;
 an attack suite of 70 sessions would spend most of its time there. This process imports the
-command once (workbench.cli, the headless runner, litellm), then, for each request read from
+command once (workbench.cli.main, the headless runner, litellm), then, for each request read from
 stdin (one JSON object a line: argv, env, cwd, stdout and stderr paths, timeout), forks a child
-that takes that environment, folder and standard streams and calls `workbench.cli.main(argv)`:
+that takes that environment, folder and standard streams and calls `workbench.cli.main.main(argv)`:
 the command's own entry point, in its own process, as `python -m workbench` would. The parent
 answers one JSON line: the exit code (or -signal), or `timeout` once it had to kill the child.
 
@@ -42,7 +42,7 @@ def _child(request: dict[str, object]) -> None:
         os.close(fd)
     code = 10
     try:
-        from workbench.cli import main
+        from workbench.cli.main import main
 
         code = main([str(arg) for arg in request["argv"]])  # type: ignore[union-attr]
     except SystemExit as exc:
@@ -84,10 +84,10 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm  # noqa: F401
 
-    import workbench.cli
-    import workbench.headless
+    import workbench.cli.main
+    import workbench.headless.runner
     import workbench.llm
-    import workbench.session  # noqa: F401
+    import workbench.session.opening  # noqa: F401
 
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import CmdRunAction, FileEditAction
 from workbench.security.allow_rules import allowed_by_text, propose
 

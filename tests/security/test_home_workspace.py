@@ -24,7 +24,7 @@ from attack_support import (
 )
 
 from workbench.events import MessageEvent, StateChangedEvent
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 
 CANARY = "-----BEGIN OPENSSH PRIVATE KEY----- canary-4f1e"
 

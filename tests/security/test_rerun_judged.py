@@ -19,7 +19,7 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 
 
 def craft(folder: Path, workspace: Path, env: dict[str, str], command: str) -> Path:

@@ -26,7 +26,7 @@ __all__ = ["sandbox_image"]  # a fixture, used by name
 
 
 def store_of(host: Host) -> Path:
-    """Where the app keeps the workspace's checkpoints (workbench.checkpoint_store's rule)."""
+    """Where the app keeps the workspace's checkpoints (workbench.checkpoints.store's rule)."""
     ws = host.ws.resolve()
     digest = hashlib.sha256(str(ws).encode()).hexdigest()[:16]
     return host.data / "checkpoints" / f"{ws.name[:40]}-{digest}.git"

@@ -17,7 +17,7 @@ from pilot_wait import waiter
 from textual.widgets import Static, TextArea
 from tui_support import controller_events, scripted_config
 
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import (
     ActionEvent,
     CmdRunAction,

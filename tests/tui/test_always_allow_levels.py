@@ -18,7 +18,7 @@ from pilot_wait import waiter
 from textual.widgets import RadioButton, Static, TextArea
 from tui_support import controller_events
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.events import ConfirmationDecisionEvent, ConfirmationRequestEvent
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app

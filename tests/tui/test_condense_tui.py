@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.events import CondensationEvent
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import create_app

@@ -317,8 +317,8 @@ async def test_a_new_session_starts_in_a_fresh_shell(tmp_path: Path) -> None:
     over into the new session."""
     import time
 
-    from workbench.config import load_config
-    from workbench.session_log import read
+    from workbench.config.load import load_config
+    from workbench.session.log import read
     from workbench.testing.llm_server import ScriptedLLMServer
     from workbench.tui.app import create_app
     from workbench.tui.bridge import ControllerBackend
@@ -388,7 +388,7 @@ async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_pat
     from tui_support import make_config, png
 
     from sandbox.protocol import BrowseAction, BrowseObservation, IPythonAction, IPythonObservation
-    from workbench.session_log import SessionLog, make_header
+    from workbench.session.log import SessionLog, make_header
     from workbench.testing.fake_backend import FakeBackend
     from workbench.tui.app import create_app
     from workbench.tui.widgets.browser import BrowserPane
@@ -464,7 +464,7 @@ async def test_a_jupyter_cell_s_output_shows_while_it_runs(tmp_path: Path) -> No
     import time
 
     from sandbox.protocol import IPythonObservation
-    from workbench.config import load_config
+    from workbench.config.load import load_config
     from workbench.testing.llm_server import ScriptedLLMServer
     from workbench.tui.app import create_app
     from workbench.tui.bridge import ControllerBackend

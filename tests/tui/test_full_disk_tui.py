@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 
-from workbench.config import load_config
-from workbench.session_log import read
+from workbench.config.load import load_config
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend

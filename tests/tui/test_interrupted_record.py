@@ -13,9 +13,9 @@ from pilot_wait import waiter
 from tui_support import scripted_config
 
 from sandbox.protocol import CmdOutputObservation
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import ObservationEvent
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend

@@ -11,9 +11,9 @@ import pytest
 from pilot_wait import waiter
 from tui_support import scripted_config
 
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import LLMRetryEvent, MessageEvent
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend

@@ -13,7 +13,7 @@ from test_replay_player import record_session
 from test_rewind_here import FINISH, _app, _screen_text, bash
 from tui_support import make_config
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.replay.recording import load_recording
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.replay import create_player

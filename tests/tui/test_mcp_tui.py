@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pilot_wait import waiter
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import create_app
 from workbench.tui.bridge import ControllerBackend

@@ -109,7 +109,7 @@ async def test_the_session_picker_shows_each_task_and_how_it_ended(tmp_path: Pat
     from textual.widgets import OptionList
 
     from workbench.events import MessageEvent, StateChangedEvent
-    from workbench.session_log import SessionLog, make_header
+    from workbench.session.log import SessionLog, make_header
     from workbench.tui.widgets.conversation import ConversationView
 
     config = make_config()

@@ -16,7 +16,7 @@ from textual.widgets import Static
 from tui_support import controller_events, scripted_config
 
 from sandbox.runtimes.bwrap import bwrap_available
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import NetworkEvent, ObservationEvent
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app

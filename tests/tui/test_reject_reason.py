@@ -13,7 +13,7 @@ from pilot_wait import waiter
 from textual.widgets import Input
 from tui_support import scripted_config
 
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import ConfirmationDecisionEvent, ObservationEvent
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import create_app

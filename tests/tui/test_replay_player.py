@@ -13,7 +13,7 @@ from typing import Any
 from textual.widgets import Static
 from tui_support import make_config
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.replay.recording import load_recording
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.replay import ReplayApp, ReplayBar, create_player

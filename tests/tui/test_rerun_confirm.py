@@ -13,7 +13,7 @@ from pilot_wait import waiter
 from test_replay_player import FINISH, record_session
 from textual.widgets import Static
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.replay.recording import load_recording
 from workbench.tui.rerun import RerunView, StepBlock
 from workbench.tui.widgets import confirm

@@ -12,8 +12,8 @@ from pilot_wait import waiter
 from textual.widgets import OptionList
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
-from workbench.config import load_config
-from workbench.config_schema import Config
+from workbench.config.load import load_config
+from workbench.config.schema import Config
 from workbench.events import (
     ActionEvent,
     LLMCallEvent,
@@ -21,7 +21,7 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.session_log import SessionLog, make_header, read
+from workbench.session.log import SessionLog, make_header, read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend

@@ -12,10 +12,10 @@ import pytest
 from pilot_wait import waiter
 from textual.widgets import Static
 
-from workbench.checkpoints_cli import load_checkpoints, open_store, undo_plan
-from workbench.config import load_config
-from workbench.resume import load_history
-from workbench.session_log import read
+from workbench.checkpoints.points import load_checkpoints, open_store, undo_plan
+from workbench.config.load import load_config
+from workbench.session.log import read
+from workbench.session.resume import load_history
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.config import load_config
-from workbench.config_schema import Config
-from workbench.project_trust import trust
+from workbench.config.load import load_config
+from workbench.config.project_trust import trust
+from workbench.config.schema import Config
 from workbench.security.rule_sources import rules_in_effect
 from workbench.tui.app import create_app
 from workbench.tui.screens.rules import RulesScreen

@@ -15,7 +15,7 @@ import pytest
 from pilot_wait import waiter
 from tui_support import controller_events, scripted_config
 
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import ConfirmationDecisionEvent, MessageEvent
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app

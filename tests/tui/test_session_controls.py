@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pilot_wait import waiter
 
-from workbench.config import load_config
-from workbench.config_schema import Config
+from workbench.config.load import load_config
+from workbench.config.schema import Config
 from workbench.events import StateChangedEvent
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend
@@ -185,7 +185,7 @@ async def test_ctrl_n_reads_the_config_again(tmp_path: Path) -> None:
 async def test_ctrl_n_gives_back_a_task_that_waits_for_start_up(tmp_path: Path) -> None:
     """Item 5: a task sent before start-up was done started after ctrl+n, in the new session's
     view; it goes back into the input box instead, and no session begins."""
-    from workbench.start_checks import StartQuestion
+    from workbench.session.start_checks import StartQuestion
 
     with ScriptedLLMServer({"steps": [], "default": FINISH}) as server:
         config = load_config(

@@ -9,8 +9,8 @@ from textual.widgets import Input, OptionList
 from tui_support import make_config
 
 from workbench.events import LLMCallEvent, MessageEvent, StateChangedEvent
-from workbench.session_log import SessionLog, make_header
-from workbench.session_stats import session_stats
+from workbench.session.log import SessionLog, make_header
+from workbench.session.stats import session_stats
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.screens.sessions import SessionPicker
 from workbench.tui.widgets.conversation import ConversationView

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Checkbox, Input, Select, Static
 from tui_support import make_config
 
-from workbench.config import load_config
+from workbench.config.load import load_config
 from workbench.testing.fake_backend import FakeBackend
 from workbench.tui.app import create_app
 from workbench.tui.screens.settings import SettingsScreen

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from tui_support import confirm_events
 
-from workbench.config import load_config
-from workbench.project_trust import trust
+from workbench.config.load import load_config
+from workbench.config.project_trust import trust
 from workbench.tui.app import WorkbenchApp, create_app
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]

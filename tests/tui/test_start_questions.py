@@ -11,10 +11,10 @@ from typing import Any
 from pilot_wait import waiter
 from textual.widgets import Static
 
-from workbench.config import load_config
-from workbench.config_schema import Config
+from workbench.config.load import load_config
+from workbench.config.schema import Config
 from workbench.exit_codes import WORKSPACE_REFUSED
-from workbench.start_checks import StartQuestion, home_check, resumed_workspace
+from workbench.session.start_checks import StartQuestion, home_check, resumed_workspace
 from workbench.testing.fake_backend import FakeBackend
 from workbench.tui.app import create_app
 from workbench.tui.screens.start import StartConfirmScreen, TrustProjectScreen

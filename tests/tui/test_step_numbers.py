@@ -15,8 +15,8 @@ from headless_harness import bash, cli_env, finish, run_cli
 from pilot_wait import waiter
 from textual.widgets import Static
 
-from workbench.config import load_config
-from workbench.session_log import read
+from workbench.config.load import load_config
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.app import WorkbenchApp, create_app
 from workbench.tui.bridge import ControllerBackend

@@ -20,7 +20,7 @@ from sandbox.protocol import (
     IPythonAction,
     IPythonObservation,
 )
-from workbench.config_schema import Config, LLMConfig
+from workbench.config.schema import Config, LLMConfig
 from workbench.events import (
     ActionEvent,
     ConfirmationRequestEvent,
@@ -214,7 +214,7 @@ def scripted_config(
 ) -> Config:
     """The config of a real backend against the scripted LLM server at `base_url`: data and
     config folders in `tmp_path`, the workspace `tmp_path/ws` (made), no browser or Jupyter."""
-    from workbench.config import load_config
+    from workbench.config.load import load_config
 
     for name in ("cfg", "ws"):
         (tmp_path / name).mkdir(exist_ok=True)

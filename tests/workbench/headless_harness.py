@@ -15,11 +15,12 @@ from typing import Any
 from waiting import until  # noqa: F401  (re-exported for the tests here)
 
 from sandbox.runtimes.local import LocalRuntime
-from workbench.config import load_config
-from workbench.config_schema import Config
-from workbench.controller import ConfirmHook, Controller
+from workbench.config.load import load_config
+from workbench.config.schema import Config
+from workbench.controller.confirming import ConfirmHook
+from workbench.controller.loop import Controller
 from workbench.llm import LLMClient
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 from workbench.testing.llm_server import ScriptedLLMServer
 
 KEY = "sk-test-SECRET"

@@ -15,9 +15,9 @@ import pytest
 from headless_harness import finish, make_config
 
 from workbench.events import ActionEvent, AgentErrorEvent, MessageEvent, ObservationEvent
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
-from workbench.session_log import read
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tools.base import ToolContext
 from workbench.tools.function import FunctionTool

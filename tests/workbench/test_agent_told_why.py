@@ -12,7 +12,7 @@ from typing import Any
 
 from headless_harness import bash, finish, harness, make_config
 
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import (
     ActionEvent,
     CmdRunAction,
@@ -20,11 +20,11 @@ from workbench.events import (
     ObservationEvent,
     RejectedObservation,
 )
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
 from workbench.security.policy import Decision, check, headless_decision
 from workbench.security.refusal import refusal_text
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

@@ -25,7 +25,7 @@ from workbench.agent.messages import (
 )
 from workbench.agent.parse import ToolCallError, parse_tool_call
 from workbench.agent.prompt import system_prompt
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,

@@ -11,8 +11,8 @@ from pathlib import Path
 from agent_env_support import tiny_wheel
 from headless_harness import bash, finish, make_config
 
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from workbench.config import ConfigError, add_to_list, load_config
-from workbench.config_schema import SecurityConfig
+from workbench.cli.policy import rule_sources
+from workbench.config.edit import add_to_list
+from workbench.config.load import ConfigError, load_config
+from workbench.config.project_trust import records_file, trust
+from workbench.config.schema import SecurityConfig
 from workbench.events import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
-from workbench.policy_cli import rule_sources
-from workbench.project_trust import records_file, trust
 from workbench.security.allow_rules import propose, rule_errors
 from workbench.security.policy import check
 

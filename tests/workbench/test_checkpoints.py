@@ -18,12 +18,12 @@ import pytest
 from headless_harness import KEY, MODEL, bash, finish, make_config
 
 from sandbox.runtimes.local import LocalRuntime
-from workbench.checkpoint_store import checkpoint_store_of
-from workbench.checkpoints_cli import run
-from workbench.controller import Controller
+from workbench.checkpoints.store import checkpoint_store_of
+from workbench.cli.checkpoints import run
+from workbench.controller.loop import Controller
 from workbench.events import CheckpointEvent, Event
 from workbench.llm import LLMClient
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 from workbench.testing.llm_server import ScriptedLLMServer
 
 Tree = dict[str, tuple[Any, ...]]

@@ -13,7 +13,7 @@ import pytest
 from headless_harness import MODEL, ROOT, cli_env
 
 from workbench.events import MessageEvent, StateChangedEvent
-from workbench.session_log import SessionLog, make_header
+from workbench.session.log import SessionLog, make_header
 
 SID = "20260301-101500-abc123"
 COMMANDS = [

@@ -268,7 +268,7 @@ def test_the_builder_applies_condensations_as_a_full_build_does() -> None:
 
 
 def test_the_window_comes_from_config_then_litellm_then_the_default() -> None:
-    from workbench.config_schema import LLMConfig
+    from workbench.config.schema import LLMConfig
     from workbench.llm import load_litellm
     from workbench.llm.tokens import DEFAULT_WINDOW, TokenCounter, context_window
 

@@ -12,17 +12,11 @@ import pytest
 import tomlkit
 
 from workbench import paths
-from workbench.config import (
-    Config,
-    ConfigError,
-    env_names,
-    known_keys,
-    load_config,
-    require_model,
-    require_sandbox,
-    save_setting,
-)
-from workbench.config_template import render_template
+from workbench.config.edit import save_setting
+from workbench.config.keys import env_names, known_keys
+from workbench.config.load import ConfigError, load_config, require_model, require_sandbox
+from workbench.config.schema import Config
+from workbench.config.template import render_template
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "config.template.toml"
@@ -296,7 +290,7 @@ class TestSecrets:
 class TestTemplate:
     def test_template_is_rendered_from_the_schema(self) -> None:
         assert TEMPLATE.read_text() == render_template(), (
-            "config.template.toml is stale: python -m workbench.config_template "
+            "config.template.toml is stale: python -m workbench.config.template "
             "> config.template.toml"
         )
 
@@ -384,8 +378,8 @@ def test_paths_follow_the_environment(tmp_path: Path) -> None:
 
 def test_an_mcp_url_s_credentials_are_masked_and_scrubbed() -> None:
     """A URL server's key in its query or its password once went into every session log."""
-    from workbench.config import load_config
-    from workbench.session import secrets_of
+    from workbench.config.load import load_config
+    from workbench.session.opening import secrets_of
 
     url = "https://bob:urlpass-444@mcp.example/mcp?api_key=url-secret-999&mode=fast"
     config = load_config(env={}, overrides={"mcp.servers": {"remote": {"url": url}}})

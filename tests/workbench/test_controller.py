@@ -31,7 +31,7 @@ from workbench.events import (
 )
 from workbench.llm import load_litellm
 from workbench.security.policy import Decision
-from workbench.session_log import read
+from workbench.session.log import read
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -18,10 +18,10 @@ import pytest
 from headless_harness import bash, cli_env, finish, harness, json_lines, run_cli, until
 
 from sandbox.protocol import CmdOutputObservation, ErrorObservation, StreamEvent
-from workbench.controller import Controller
+from workbench.controller.loop import Controller
 from workbench.events import ActionEvent, ObservationEvent
 from workbench.llm import load_litellm
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 LOOP = "for i in $(seq 1 60); do echo tick $i; sleep 0.2; done"

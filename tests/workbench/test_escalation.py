@@ -17,7 +17,7 @@ from typing import Any
 from headless_harness import cli_env, finish, make_config, run_cli
 
 from workbench.agent.world import sandbox_world
-from workbench.config_schema import Config, SecurityConfig
+from workbench.config.schema import Config, SecurityConfig
 from workbench.events import (
     ActionEvent,
     ConfirmationDecisionEvent,
@@ -25,11 +25,11 @@ from workbench.events import (
     HostRunObservation,
     ObservationEvent,
 )
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
 from workbench.security.allow_rules import propose
 from workbench.security.policy import check
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 WS = "/home/me/proj"

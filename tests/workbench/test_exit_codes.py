@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import get_args
 
 from workbench import exit_codes
-from workbench.cli import build_parser
+from workbench.cli.main import build_parser
 from workbench.exit_codes import DESCRIPTIONS, TABLE, Status, exit_code, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_help_imports_only_the_standard_library() -> None:
     code = (
         "import contextlib, io, sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from workbench.cli import main\n"
+        "from workbench.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
         "    assert main(['--help']) == 0\n"
         "assert '130 interrupted' in out.getvalue()\n"

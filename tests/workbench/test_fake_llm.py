@@ -9,10 +9,10 @@ import pytest
 from headless_harness import KEY, MODEL, bash, finish, make_config
 
 from sandbox.runtimes.local import LocalRuntime
-from workbench.controller import Controller
+from workbench.controller.loop import Controller
 from workbench.events import ObservationEvent
 from workbench.llm import LLMError
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 from workbench.testing.fake_llm import FakeLLM, FakeLLMExhausted
 from workbench.testing.scripts import ScriptError
 

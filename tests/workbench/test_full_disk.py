@@ -13,7 +13,7 @@ from headless_harness import MODEL, cli_env, json_lines, run_cli
 
 from workbench import exit_codes
 from workbench.events import MessageEvent, parse_event
-from workbench.session_log import (
+from workbench.session.log import (
     SessionLog,
     SessionLogWriteError,
     make_header,

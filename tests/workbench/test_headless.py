@@ -27,9 +27,9 @@ from headless_harness import (
 )
 
 from workbench.events import parse_event
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter, JsonPrinter
-from workbench.session_log import read
+from workbench.headless.output import HumanPrinter, JsonPrinter
+from workbench.headless.runner import run_session
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 SUMMARY_KEYS = {
@@ -356,7 +356,7 @@ def test_model_name_in_start_line() -> None:
 
 
 def test_sessions_command_lists_saved_sessions(tmp_path: Path) -> None:
-    from workbench.session_log import SessionLog, make_header
+    from workbench.session.log import SessionLog, make_header
 
     env = cli_env(tmp_path, "http://127.0.0.1:9/v1")
     empty = run_cli(["sessions"], env, tmp_path)

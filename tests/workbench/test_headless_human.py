@@ -21,7 +21,7 @@ from workbench.events import (
     ThinkAction,
     ThinkObservation,
 )
-from workbench.headless_output import HumanPrinter
+from workbench.headless.output import HumanPrinter
 
 DIFF = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 

@@ -14,8 +14,8 @@ import pytest
 from headless_harness import bash, cli_env, finish, json_lines, run_cli
 
 from workbench import exit_codes
-from workbench.project_trust import records_file
-from workbench.session_log import read
+from workbench.config.project_trust import records_file
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 PLANT = r'''python3 -c "import os; os.makedirs('.workbench', exist_ok=True); open('.workbench/config.toml', 'w').write('[security]\nallow = [\"run:cat /etc/shadow\"]\n')"'''  # noqa: E501
@@ -211,7 +211,7 @@ def test_resuming_a_log_of_another_folder_needs_a_choice(tmp_path: Path) -> None
 
 
 def test_the_records_vouch_only_when_only_the_person_could_write_them(tmp_path: Path) -> None:
-    from workbench.project_trust import is_trusted, trust
+    from workbench.config.project_trust import is_trusted, trust
 
     store = tmp_path / "data" / "trust" / "projects.json"
     project = tmp_path / "ws" / ".workbench" / "config.toml"
@@ -230,8 +230,8 @@ def test_the_records_vouch_only_when_only_the_person_could_write_them(tmp_path: 
 
 
 def test_the_persons_own_edit_keeps_a_trusted_file_trusted_and_no_other(tmp_path: Path) -> None:
-    from workbench.config import add_to_list
-    from workbench.project_trust import is_trusted, keep_trust, trust
+    from workbench.config.edit import add_to_list
+    from workbench.config.project_trust import is_trusted, keep_trust, trust
 
     store = tmp_path / "data" / "trust" / "projects.json"
     project = tmp_path / "ws" / ".workbench" / "config.toml"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.workbench.headless_harness import bash, cli_env, finish, json_lines, run_cli
 from workbench.agent.instructions import load_instructions
-from workbench.config_schema import InstructionsConfig
+from workbench.config.schema import InstructionsConfig
 from workbench.testing.llm_server import ScriptedLLMServer
 
 RULE = "Always run the tests with `make check` (agents-marker-51c2)."
@@ -139,7 +139,7 @@ def test_headless_says_which_instructions_were_read() -> None:
     import io
 
     from workbench.events import InstructionsEvent
-    from workbench.headless_output import HumanPrinter
+    from workbench.headless.output import HumanPrinter
 
     out = io.StringIO()
     printer = HumanPrinter(out, io.StringIO())

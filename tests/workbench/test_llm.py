@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from workbench.config import LLMConfig
+from workbench.config.schema import LLMConfig
 from workbench.llm import LLMClient, LLMError, load_litellm
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -291,7 +291,7 @@ async def test_openai_models_skip_the_openai_sdk(llm_server: Start) -> None:
 
 _PRIMED_FIRST_CALL = """
 import asyncio, sys
-from workbench.config import LLMConfig
+from workbench.config.schema import LLMConfig
 from workbench.llm import LLMClient, prime_litellm
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -313,7 +313,7 @@ def test_priming_leaves_the_first_call_no_imports() -> None:
 
 
 def test_importing_the_package_does_not_import_litellm() -> None:
-    code = "import sys, workbench.llm, workbench.config; assert 'litellm' not in sys.modules"
+    code = "import sys, workbench.llm, workbench.config.load; assert 'litellm' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

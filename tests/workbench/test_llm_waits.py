@@ -14,10 +14,10 @@ from headless_harness import bash, cli_env, finish, json_lines, make_config, run
 from test_llm import MESSAGES, TOOLS, Start, client_for
 
 from workbench.events import LLMCallEvent, LLMWaitEvent
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
 from workbench.llm import LLMError, load_litellm
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

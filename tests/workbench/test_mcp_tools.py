@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sandbox.runtimes.local import LocalRuntime
-from workbench.config import ConfigError, load_config
-from workbench.config_schema import Config, SecurityConfig
+from workbench.config.load import ConfigError, load_config
+from workbench.config.schema import Config, SecurityConfig
 from workbench.events import ToolCallAction
 from workbench.security.policy import check
 from workbench.tools.function import FunctionTool
@@ -126,7 +126,7 @@ def test_env_and_header_values_are_masked_in_the_recorded_config(tmp_path: Path)
     config = load_config(file, env={})
     recorded = str(config.redacted_dict())
     assert "tok-123456" not in recorded and "zzz999" not in recorded
-    from workbench.session import secrets_of
+    from workbench.session.opening import secrets_of
 
     assert {"tok-123456", "Bearer zzz999"} <= set(secrets_of(config))
 
@@ -148,7 +148,7 @@ async def test_a_sandbox_without_mcp_gives_notices_and_no_tools(tmp_path: Path) 
 
 
 def test_policy_check_judges_an_mcp_tool_by_server_and_tool(tmp_path: Path) -> None:
-    from workbench.policy_cli import check_call
+    from workbench.cli.policy import check_call
 
     file = tmp_path / "c.toml"
     file.write_text('[security]\ndeny = ["mcp:github.delete_*"]\nask = ["mcp:github.*"]\n')

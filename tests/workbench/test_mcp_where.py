@@ -17,9 +17,9 @@ from typing import Any
 from headless_harness import bash, cli_env, finish, json_lines, run_cli
 from test_mcp_headless import offered, tool_answers, use
 
-from workbench.config import load_config
-from workbench.config_schema import McpServerConfig
-from workbench.headless_output import HumanPrinter
+from workbench.config.load import load_config
+from workbench.config.schema_mcp import McpServerConfig
+from workbench.headless.output import HumanPrinter
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tools.mcp import host_notes, specs_of
 from workbench.tools.mcp_paths import plan_server

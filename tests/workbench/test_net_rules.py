@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.config import ConfigError, load_config
+from workbench.config.load import ConfigError, load_config
 from workbench.events import CmdRunAction
 from workbench.security.net_rules import rule_for
 from workbench.security.policy import check

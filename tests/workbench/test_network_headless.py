@@ -14,9 +14,9 @@ from net_support import MARKER, fetch, outside_server
 
 from sandbox.runtimes.bwrap import bwrap_available
 from workbench.events import NetworkEvent
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
-from workbench.session_log import read
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
+from workbench.session.log import read
 
 pytestmark = pytest.mark.skipif(bwrap_available() is not None, reason="bubblewrap does not work")
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from headless_harness import cli_env, finish, make_config, run_cli
 
+from workbench.cli.policy import check_call
 from workbench.events import ConfirmationDecisionEvent, ObservationEvent
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
-from workbench.policy_cli import check_call
-from workbench.session_log import read
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 CONFIG = """\

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="prctl is Linux 
 
 APP = """
 from sandbox.process_guard import is_dumpable
-from workbench.config import load_config
-from workbench.session import make_runtime
+from workbench.config.load import load_config
+from workbench.session.opening import make_runtime
 before = is_dumpable()
 make_runtime(load_config(env={{}}, overrides={{"sandbox.workspace": {workspace!r}}}))
 print(before, is_dumpable())

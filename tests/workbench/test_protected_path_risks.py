@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import FileEditAction, IPythonAction
 from workbench.security.analyzer import analyze_command, analyze_path_edit, analyze_python
 from workbench.security.paths import PROTECTED_GLOBS, holds_protected, protected

@@ -17,7 +17,7 @@ from workbench.events import ActionEvent
 from workbench.replay.normalise import normalise
 from workbench.replay.recording import ReplayError, load_recording, resolve, step_numbers
 from workbench.replay.rerun import move_paths
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from headless_harness import bash, cli_env, finish, json_lines, run_cli
 
-from workbench.session_log import read
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 GONE = "The shell's state did not survive"
@@ -228,8 +228,8 @@ def test_tokens_carry_over_so_a_spent_budget_stays_spent(tmp_path: Path) -> None
 def test_history_cuts_skips_bad_lines_and_brings_images(tmp_path: Path) -> None:
     from sandbox.protocol import CmdOutputObservation, CmdRunAction
     from workbench.events import ActionEvent, MessageEvent, ObservationEvent
-    from workbench.resume import copy_payloads, cut_at, load_history
-    from workbench.session_log import SessionLog, make_header
+    from workbench.session.log import SessionLog, make_header
+    from workbench.session.resume import copy_payloads, cut_at, load_history
 
     log = SessionLog.create(tmp_path, make_header("20260101-000000-aaaaaa", "/w", "m"))
     events: list[Any] = [
@@ -271,7 +271,7 @@ def test_history_cuts_skips_bad_lines_and_brings_images(tmp_path: Path) -> None:
 def test_a_cut_at_an_action_keeps_the_checkpoint_of_the_files_it_left() -> None:
     from sandbox.protocol import CmdOutputObservation, CmdRunAction
     from workbench.events import ActionEvent, CheckpointEvent, MessageEvent, ObservationEvent
-    from workbench.resume import cut_at
+    from workbench.session.resume import cut_at
 
     def run(id: int) -> ActionEvent:
         return ActionEvent(

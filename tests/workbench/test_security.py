@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.protocol import BrowseAction, CmdRunAction, FileEditAction, IPythonAction
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import FinishAction, ThinkAction
 from workbench.security.analyzer import higher
 from workbench.security.policy import assess as analyze
@@ -220,7 +220,7 @@ def test_rules_are_checked_against_their_own_examples() -> None:
 
 
 def test_a_rule_failing_its_examples_is_a_config_error_naming_it(tmp_path: Path) -> None:
-    from workbench.config import ConfigError, load_config
+    from workbench.config.load import ConfigError, load_config
 
     path = tmp_path / "config.toml"
     path.write_text(

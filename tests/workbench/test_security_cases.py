@@ -18,16 +18,16 @@ import pytest
 from headless_harness import finish, make_config
 from security_cases import DANGEROUS, EVERYDAY, Case, placeholders
 
+from workbench.cli.policy import check_call
 from workbench.events import (
     ActionEvent,
     ConfirmationDecisionEvent,
     ConfirmationRequestEvent,
     ObservationEvent,
 )
-from workbench.headless import run_session
-from workbench.headless_output import HumanPrinter
-from workbench.policy_cli import check_call
-from workbench.session_log import read
+from workbench.headless.output import HumanPrinter
+from workbench.headless.runner import run_session
+from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import ActionEvent, Event, MessageEvent, ObservationEvent, StateChangedEvent
-from workbench.session_log import (
+from workbench.session.log import (
     SessionHeader,
     SessionLog,
     SessionLogError,
@@ -240,7 +240,7 @@ _WRITER = """
 import sys, time
 from pathlib import Path
 from workbench.events import MessageEvent
-from workbench.session_log import SessionLog, make_header
+from workbench.session.log import SessionLog, make_header
 log = SessionLog.create(Path(sys.argv[1]), make_header("20260101-000000-cccccc", "/w", "m"))
 i = 0
 while True:

@@ -19,7 +19,7 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.session_log import SessionLog, make_header, read
+from workbench.session.log import SessionLog, make_header, read
 
 SID = "20260301-101500-abc123"
 T0 = 1_772_360_100.0

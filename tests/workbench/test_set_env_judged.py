@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from headless_harness import bash, cli_env, finish, json_lines, run_cli
 
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import SetEnvAction
 from workbench.security.allow_rules import propose
 from workbench.security.policy import check

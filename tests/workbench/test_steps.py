@@ -1,4 +1,4 @@
-"""The one step numbering (`workbench/steps.py`) on a log laid out as the controller writes
+"""The one step numbering (`workbench/session/steps.py`) on a log laid out as the controller writes
 one: a reply with two tool calls logs both actions before their results and checkpoints.
 The whole path (headless, replay, checkpoints, diff, rewind, TUI) is walked on real runs in
 tests/tui/test_step_numbers.py."""
@@ -18,11 +18,11 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.headless_output import HumanPrinter
+from workbench.headless.output import HumanPrinter
 from workbench.replay.recording import Recording
 from workbench.replay.resume import history_to
 from workbench.replay.timeline import Timeline
-from workbench.steps import StepCounter, last_step, step_numbers, step_reached
+from workbench.session.steps import StepCounter, last_step, step_numbers, step_reached
 
 
 def _call(id: int) -> LLMCallEvent:

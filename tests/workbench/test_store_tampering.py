@@ -20,10 +20,11 @@ import pytest
 
 from sandbox.checkpoints import CheckpointStore
 from sandbox.protocol import CmdRunAction
-from workbench.checkpoint_store import checkpoint_store_of
-from workbench.checkpoints_cli import STORE_FAILED, run
+from workbench.checkpoints.store import checkpoint_store_of
+from workbench.cli.checkpoint_common import STORE_FAILED
+from workbench.cli.checkpoints import run
 from workbench.events import ActionEvent, CheckpointEvent
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 
 
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, str]:

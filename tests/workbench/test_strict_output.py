@@ -12,7 +12,7 @@ import pytest
 
 from workbench.agent.boundary import MAX_NUMBER, clean_text, decode_arguments, echo
 from workbench.events import AgentErrorEvent, LLMCallEvent, LLMWaitEvent, MessageEvent
-from workbench.headless_output import HumanPrinter, JsonPrinter, strict_json
+from workbench.headless.output import HumanPrinter, JsonPrinter, strict_json
 from workbench.tools.base import ToolCallError
 
 

@@ -6,7 +6,7 @@ task up to `summarized_to`. `MessageBuilder` applies the view, so a resumed sess
 start from the condensed history, not the raw one. The task (the first user message) and the
 latest steps always stay verbatim; cuts fall on step boundaries (just before an `llm_call`
 event), so every tool call keeps its answer. The controller's side (counting tokens, the summary
-call, the event) is `workbench/condenser.py`.
+call, the event) is `workbench/controller/condenser.py`.
 """
 
 from __future__ import annotations

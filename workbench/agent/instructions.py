@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.config_schema import InstructionsConfig
+from workbench.config.schema import InstructionsConfig
 
 SOURCES = ("AGENTS.md", ".openhands/microagents/repo.md")
 """Where instructions are looked for, relative to the workspace, in this order."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.config import Config
+from workbench.config.schema import Config
 
 
 def sandbox_world(config: Config, runtime: Any, limits: str | None = None) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from workbench.config_schema import LLMConfig
+from workbench.config.schema import LLMConfig
 from workbench.llm.errors import LLMError, classify, retry_after_s
 
 __all__ = [

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.config_schema import LLMConfig
+from workbench.config.schema import LLMConfig
 
 __all__ = ["DEFAULT_WINDOW", "TokenCounter", "context_window"]
 

@@ -150,7 +150,7 @@ def trajectory_of(events: list[Event], workspace: str) -> list[dict[str, Any]]:
 def export_openhands(log_path: Path, out: Path) -> int:
     """Write the session log at `log_path` as an OpenHands V0 trajectory to `out`; returns
     the number of trajectory events written."""
-    from workbench.session_log import read
+    from workbench.session.log import read
 
     loaded = read(log_path)
     items = trajectory_of(loaded.events, loaded.header.workspace)

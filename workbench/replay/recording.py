@@ -1,7 +1,7 @@
 """What a replay plays: a saved session (by id, unique id prefix or path) or an OpenHands
 trajectory, read into one list of our events, and the steps those events fall in.
 
-A *step* is one action of the agent, numbered as everywhere else (`workbench/steps.py`: the
+A *step* is one action of the agent, numbered as everywhere else (`workbench/session/steps.py`: the
 `[N]` headless prints, the numbers `workbench checkpoints|diff|rewind` take). Events before the
 first action (the task) go with step 1.
 """
@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from workbench import steps
 from workbench.events import ActionEvent, Event, FinishAction, StateChangedEvent
 from workbench.exit_codes import EXIT_CODES, Status
 from workbench.replay.openhands import (
@@ -22,7 +21,8 @@ from workbench.replay.openhands import (
     read_trajectory_items,
     trajectory_items,
 )
-from workbench.session_log import SessionHeader, SessionLogError, read
+from workbench.session import steps
+from workbench.session.log import SessionHeader, SessionLogError, read
 
 
 class ReplayError(Exception):
@@ -58,7 +58,7 @@ class Recording:
 
 
 def step_numbers(events: list[Event]) -> list[int]:
-    """The step each event falls in (`workbench.steps.step_numbers`)."""
+    """The step each event falls in (`workbench.session.steps.step_numbers`)."""
     return steps.step_numbers(events)
 
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from sandbox.protocol import CmdOutputObservation
-from workbench.headless_output import JSONL_VERSION, Printer, describe_action
+from workbench.headless.output import JSONL_VERSION, Printer, describe_action
 from workbench.replay.rerun import StepResult
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from sandbox.errors import SandboxError
 from sandbox.protocol import CmdOutputObservation, FileEditAction, FileEditObservation
 from workbench.agent.messages import observation_text
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.events import (
     ActionEvent,
     AnyObservation,

@@ -17,7 +17,9 @@ from typing import Any
 
 from sandbox.runtimes.base import SandboxError
 from workbench import exit_codes
-from workbench.config_schema import Config
+from workbench.checkpoints.restore import restore_files
+from workbench.config.places import workspace_of
+from workbench.config.schema import Config
 from workbench.events import (
     ActionEvent,
     CondensationEvent,
@@ -27,13 +29,12 @@ from workbench.events import (
     LLMWaitEvent,
     ObservationEvent,
 )
-from workbench.headless import Nudger
-from workbench.headless_output import HumanPrinter, JsonPrinter, Printer
+from workbench.headless.output import HumanPrinter, JsonPrinter, Printer
+from workbench.headless.runner import Nudger
 from workbench.replay.recording import Recording
 from workbench.replay.report import RerunReport
 from workbench.replay.rerun import Rerunner, StepResult
-from workbench.restore_files import restore_files
-from workbench.session import (
+from workbench.session.opening import (
     make_llm,
     make_runtime,
     new_log,
@@ -41,9 +42,8 @@ from workbench.session import (
     runtime_warning,
     scrubber_of,
     start_runtime,
-    workspace_of,
 )
-from workbench.steps import is_step
+from workbench.session.steps import is_step
 from workbench.tools.base import ToolContext
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from sandbox.checkpoints import CheckpointStore
 from sandbox.store_files import CheckpointError
-from workbench.checkpoint_store import checkpoint_store_of
-from workbench.config_schema import CheckpointsConfig
+from workbench.checkpoints.store import checkpoint_store_of
+from workbench.config.schema import CheckpointsConfig
 from workbench.events import CheckpointEvent
 from workbench.replay.recording import Recording
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from workbench.events import LLMCallEvent
 from workbench.exit_codes import exit_code
-from workbench.headless_output import Printer
+from workbench.headless.output import Printer
 from workbench.replay.recording import Recording, in_steps, recorded_outcome
 from workbench.replay.timeline import pause_between
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import AnyAction
 from workbench.security.paths import inside, outside_workspace, resolve
 from workbench.security.policy import allowed_by, assess, subject_of

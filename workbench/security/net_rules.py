@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 
 PREFIX = "net:"
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from workbench.config_schema import SecurityConfig
+from workbench.config.schema import SecurityConfig
 from workbench.events import AnyAction, RiskLevel
 from workbench.security.analyzer import Assessment, at_least, higher
 from workbench.security.shell import DYNAMIC, parse

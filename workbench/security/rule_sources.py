@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
 
 RULE_KINDS = ("allow", "ask", "deny")
 _HEADER = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
@@ -65,8 +65,8 @@ def user_file_of(config: Config, config_path: Path | None = None) -> Path:
 
 def project_file_of(config: Config) -> Path:
     """The project's config file: the one loaded, else where "always allow" would create it."""
-    from workbench.config import project_config_file
-    from workbench.session import workspace_of
+    from workbench.config.load import project_config_file
+    from workbench.config.places import workspace_of
 
     return config.project_file or project_config_file(workspace_of(config))
 
@@ -78,7 +78,7 @@ def rules_in_effect(
     unknown: str = "session",
 ) -> list[RuleInEffect]:
     """The policy, then the deny, ask and allow rules in effect, each with its source."""
-    from workbench.config import env_names
+    from workbench.config.keys import env_names
 
     env = os.environ if env is None else env
     user, project = user_file_of(config, config_path), project_file_of(config)
@@ -103,7 +103,7 @@ def rules_in_effect(
 def _policy_row(
     config: Config, env: Mapping[str, str], user: Path, lines: list[str]
 ) -> RuleInEffect:
-    from workbench.config import env_names
+    from workbench.config.keys import env_names
 
     security = config.security
     if security.confirmation == "risky":
@@ -173,13 +173,14 @@ def line_of(lines: list[str], kind: str, rule: str) -> int | None:
 def remove_rule(config: Config, row: RuleInEffect) -> str:
     """Stop applying `row`'s rule and remove it from its file (comments kept); what was done,
     as a sentence. A ConfigError when the file cannot be changed (then nothing is)."""
-    from workbench.config import ConfigError, remove_from_list
+    from workbench.config.edit import remove_from_list
+    from workbench.config.load import ConfigError
 
     if not row.removable:
         how = f"unset or change {row.variable}" if row.variable else "change your config"
         raise ConfigError(f"{row.kind} rule {row.rule!r} comes from {row.where}: {how}.")
     if row.path is not None:
-        from workbench.project_trust import keep_trust
+        from workbench.config.project_trust import keep_trust
 
         state = config.project_trust  # the records this config was checked against
         store = state.store if state is not None else None

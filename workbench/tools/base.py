@@ -19,7 +19,7 @@ from workbench.security.analyzer import Assessment
 
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
     from workbench.exit_codes import Status
 
 A = TypeVar("A")

@@ -48,7 +48,8 @@ from workbench.tools.mcp_paths import plans_of, stage_of
 
 if TYPE_CHECKING:
     from sandbox.runtimes.base import Runtime
-    from workbench.config_schema import Config, McpConfig
+    from workbench.config.schema import Config
+    from workbench.config.schema_mcp import McpConfig
     from workbench.tools.mcp_host import HostServers
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,8 @@ from sandbox.confine import stage_name
 from sandbox.runtimes.bwrap import SYSTEM_DIRS
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config, McpServerConfig
+    from workbench.config.schema import Config
+    from workbench.config.schema_mcp import McpServerConfig
 
 _PATH_START = ("/", "~", "./", "../")
 

@@ -22,7 +22,7 @@ from workbench.tools.set_env import SetEnvTool
 from workbench.tools.think import ThinkTool
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
 
 AnyTool = Tool[Any, Any]
 T = TypeVar("T", bound=AnyTool)

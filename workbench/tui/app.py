@@ -78,8 +78,8 @@ from workbench.tui.widgets.status import StatusBar
 from workbench.tui.widgets.tools_summary import ToolsSummary, fold_tools
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
-    from workbench.start_checks import StartQuestion
+    from workbench.config.schema import Config
+    from workbench.session.start_checks import StartQuestion
     from workbench.tui.screens.help import KeyGroup
 
 NARROW_WIDTH = 110
@@ -208,7 +208,7 @@ class WorkbenchApp(App[int]):
         self.initial_session: Path | None = None
         """A saved session to show as the app starts (`--resume ID`, `--last`)."""
         self.start_questions: list[StartQuestion] = []
-        """Asked before the sandbox starts (`workbench.start_checks`); a no quits."""
+        """Asked before the sandbox starts (`workbench.session.start_checks`); a no quits."""
         self._signals: list[signal.Signals] = []
         self._closing = False
         self.saved: SavedView | None = None
@@ -300,13 +300,13 @@ class WorkbenchApp(App[int]):
         self.query_one(PromptInput).focus()
         self._watch_hangup()
         if self.config is not None:
-            from workbench.session import workspace_of
+            from workbench.config.places import workspace_of
 
             self._diffs_from(workspace_of(self.config))
 
     def _diffs_from(self, workspace: Path) -> None:
         """The conversation reads its rows' diffs from the checkpoints of `workspace`."""
-        from workbench.rewind_here import step_diff
+        from workbench.checkpoints.rewind_here import step_diff
 
         self.query_one(ConversationView).diff_of = partial(step_diff, workspace)
 
@@ -349,7 +349,7 @@ class WorkbenchApp(App[int]):
 
     def _workspace_shown(self) -> str:
         """The workspace's path, with ~ for the home folder."""
-        from workbench.session import workspace_of
+        from workbench.config.places import workspace_of
 
         assert self.config is not None
         workspace = workspace_of(self.config)
@@ -930,8 +930,8 @@ class WorkbenchApp(App[int]):
         one in use."""
         from pydantic import ValidationError
 
-        from workbench.config import ConfigError
-        from workbench.config_reload import adopt, reread
+        from workbench.config.load import ConfigError
+        from workbench.config.reload import adopt, reread
         from workbench.tui.start_flow import offer_trust
 
         config = self.config
@@ -964,8 +964,8 @@ class WorkbenchApp(App[int]):
         self.push_screen(SessionPicker(self._sessions_dir()), self._open_picked)
 
     def _sessions_dir(self) -> Path:
+        from workbench.config.places import sessions_dir_of
         from workbench.paths import sessions_dir
-        from workbench.session import sessions_dir_of
 
         return sessions_dir_of(self.config) if self.config is not None else sessions_dir()
 
@@ -975,8 +975,8 @@ class WorkbenchApp(App[int]):
 
     def open_session_file(self, path: Path) -> None:
         """Load a session log into the panes, read-only until a message continues it."""
-        from workbench.session import reopen
-        from workbench.session_log import SessionLogError
+        from workbench.session.log import SessionLogError
+        from workbench.session.opening import reopen
 
         try:
             loaded = reopen(path)
@@ -1047,8 +1047,8 @@ class WorkbenchApp(App[int]):
     def branch_at(self, event_id: int, source: Path | None = None) -> None:
         """Show the session (the one shown, or the log `source`) up to event `event_id` (its
         running agent stopped): the next message continues it from there as a new session."""
-        from workbench.resume import load_history
-        from workbench.session_log import SessionLogError
+        from workbench.session.log import SessionLogError
+        from workbench.session.resume import load_history
 
         source = source or self.session_log_shown()
         if source is None:
@@ -1078,7 +1078,7 @@ class WorkbenchApp(App[int]):
         self._rewind_at(message.event_id)
 
     def _rewind_at(self, event_id: int) -> None:
-        from workbench.config_schema import CheckpointsConfig
+        from workbench.config.schema import CheckpointsConfig
         from workbench.tui.rewind_flow import rewind_here
 
         source = self.session_log_shown()

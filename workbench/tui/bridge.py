@@ -1,5 +1,5 @@
 """The TUI's backend: starts the sandbox and loads the LLM client in the background, opens the
-session (`workbench.session`) on the first task, runs the controller, and answers
+session (`workbench.session.opening`) on the first task, runs the controller, and answers
 confirmations from the panel.
 
 Nothing here imports Textual at import time; the app is reached only through `AppPort`
@@ -7,7 +7,7 @@ Nothing here imports Textual at import time; the app is reached only through `Ap
 first paint never waits for any of it. One session, one controller, one run at a time: a
 message sent while the first task waits for start-up or for its session is queued for it.
 `continue_session` opens the next session as the continuation of a saved one (resume, branch:
-`workbench.resume`), in a sandbox no session has used yet, on the saved session's workspace.
+`workbench.session.resume`), in a sandbox no session has used yet, on the saved session's workspace.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from workbench.events import ActionEvent, ConfirmationRequestEvent, Event, LLMAc
 if TYPE_CHECKING:
     from sandbox.protocol import CommandFinished, OutputChunk
     from sandbox.runtimes.base import Runtime
-    from workbench.config_schema import Config
-    from workbench.controller import Controller
-    from workbench.net_gate import NetAnswer, NetQuestion
-    from workbench.resume import History
+    from workbench.config.schema import Config
+    from workbench.controller.loop import Controller
+    from workbench.security.net_gate import NetAnswer, NetQuestion
     from workbench.security.policy import Decision
-    from workbench.session_log import SessionLog
+    from workbench.session.log import SessionLog
+    from workbench.session.resume import History
     from workbench.tools.mcp import McpConnection
     from workbench.tui.backend import AllowOffer, AppPort
 
@@ -43,7 +43,7 @@ IMPORT_SWITCH_INTERVAL_S = 0.0005
 
 def _is_workspace_of(config: Config, workspace: Path) -> bool:
     """Whether `config` already puts the sandbox on `workspace` (which must still exist)."""
-    from workbench.session import workspace_of
+    from workbench.config.places import workspace_of
 
     if not workspace.is_dir():
         raise ValueError(f"the session's workspace {workspace} no longer exists")
@@ -124,7 +124,12 @@ class ControllerBackend:
 
     async def _start_sandbox(self) -> None:
         from sandbox.runtimes.base import SandboxError
-        from workbench.session import make_runtime, runtime_limits, runtime_warning, start_mcp
+        from workbench.session.opening import (
+            make_runtime,
+            runtime_limits,
+            runtime_warning,
+            start_mcp,
+        )
 
         self._progress("sandbox", "starting…")
         self._started_with = self._sandbox_settings()
@@ -254,7 +259,7 @@ class ControllerBackend:
     async def _controller(self) -> Controller:
         if self.controller is not None:
             return self.controller
-        from workbench.session import make_llm, new_log, open_controller
+        from workbench.session.opening import make_llm, new_log, open_controller
 
         assert self.runtime is not None
         history, self._history = self._history, None
@@ -371,7 +376,7 @@ class ControllerBackend:
 
     def _workspace(self) -> str:
         """The workspace as the policy sees it (the sandbox's path)."""
-        from workbench.session import workspace_of
+        from workbench.config.places import workspace_of
 
         if self.controller is not None:
             return self.controller.workspace
@@ -379,11 +384,11 @@ class ControllerBackend:
 
     def allow_offer(self, cause: int) -> AllowOffer | None:
         """The rules "always allow" proposes for the waiting action, and where they can go."""
-        from workbench.config import project_config_file
+        from workbench.config.load import project_config_file
+        from workbench.config.places import workspace_of
         from workbench.paths import default_config_file
         from workbench.security.allow_rules import propose
         from workbench.security.policy import subject_of
-        from workbench.session import workspace_of
         from workbench.tui.backend import AllowOffer
 
         waiting = self._waiting.get(cause)
@@ -416,7 +421,8 @@ class ControllerBackend:
     ) -> None:
         """Apply `rules` from now on and (`save`) save them to `target` (the user's file by
         default)."""
-        from workbench.config import ConfigError, add_to_list
+        from workbench.config.edit import add_to_list
+        from workbench.config.load import ConfigError
         from workbench.paths import default_config_file
 
         current = self.config.security.allow
@@ -440,9 +446,9 @@ class ControllerBackend:
     def _person_edit(self, path: Path) -> contextlib.AbstractContextManager[None]:
         """Around the person's own edit of `path`: the project's config stays trusted if it
         was (their rule must not ask them for trust); any other file needs nothing."""
-        from workbench.config import project_config_file
-        from workbench.project_trust import keep_trust
-        from workbench.session import workspace_of
+        from workbench.config.load import project_config_file
+        from workbench.config.places import workspace_of
+        from workbench.config.project_trust import keep_trust
 
         if Path(path).resolve() == project_config_file(workspace_of(self.config)).resolve():
             state = self.config.project_trust  # the records this config was checked against
@@ -520,7 +526,7 @@ class ControllerBackend:
     async def new_session(self) -> None:
         """End the current session; the next task opens a new log in a fresh sandbox (the
         last session's shell folder, variables and kernel do not carry over)."""
-        from workbench.session import workspace_of
+        from workbench.config.places import workspace_of
 
         self._abandoned = self._starting  # a task waiting for start-up is not begun after this
         async with self._switching:
@@ -530,7 +536,7 @@ class ControllerBackend:
     async def continue_session(self, path: Path, text: str, upto: int | None = None) -> None:
         """Continue the saved session at `path` (up to event `upto`: a branch) with `text`: a
         new log that copies its history and names it, in a fresh sandbox on its workspace."""
-        from workbench.resume import load_history
+        from workbench.session.resume import load_history
 
         history = load_history(path, upto)  # a bad log fails here, before anything changes
         async with self._switching:

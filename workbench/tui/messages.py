@@ -91,7 +91,7 @@ class NetworkAsked(Message):
     def __init__(self, question: Any, answered: Callable[[str], None]) -> None:
         super().__init__()
         self.question = question
-        """A `workbench.net_gate.NetQuestion`."""
+        """A `workbench.security.net_gate.NetQuestion`."""
         self.answered = answered
 
 

@@ -23,7 +23,7 @@ from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PromptInput
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MIN_PAUSE_S = 0.05

@@ -31,7 +31,7 @@ from workbench.tui.messages import ConfirmationAnswered
 from workbench.tui.widgets.confirm import ConfirmPanel
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
 
 
 class StepBlock(Vertical):
@@ -107,7 +107,7 @@ class RerunView(App[int]):
         self.run_worker(self._rerun(), exclusive=True)
 
     async def _rerun(self) -> None:
-        from workbench.session import make_runtime, start_runtime
+        from workbench.session.opening import make_runtime, start_runtime
 
         status = self.query_one("#rerun-status", Static)
         try:

@@ -14,10 +14,10 @@ from typing import Any
 from textual.app import App
 
 from sandbox.checkpoints import CheckpointError
-from workbench.checkpoints_cli import CheckpointCommandError
-from workbench.config_schema import CheckpointsConfig
-from workbench.rewind_here import preview, rewind_to_event
-from workbench.session_log import SessionLogError
+from workbench.checkpoints.points import CheckpointCommandError
+from workbench.checkpoints.rewind_here import preview, rewind_to_event
+from workbench.config.schema import CheckpointsConfig
+from workbench.session.log import SessionLogError
 from workbench.tui.screens.rewind import RewindScreen
 
 FAILURES = (CheckpointCommandError, CheckpointError, SessionLogError, OSError, ValueError)

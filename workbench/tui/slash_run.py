@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from workbench.config_schema import Config
+from workbench.config.schema import Config
 from workbench.tui.slash import Refused, Run
 
 
@@ -93,7 +93,7 @@ def _resume(app: SlashTarget, ref: str) -> None:
     if not ref:
         app.action_open_session()
         return
-    from workbench.session_find import find_session
+    from workbench.session.find import find_session
 
     try:
         path = find_session(app._sessions_dir(), ref)
@@ -141,8 +141,8 @@ def session_diff(log: Path) -> tuple[str, str]:
     """(a title, the unified diff) of what the session at `log` changed in its workspace, from
     its first checkpoint to its last. Blocks (git runs): call it from a thread."""
     from sandbox.checkpoints import CheckpointStore
-    from workbench.checkpoints_cli import CheckpointCommandError, checkpoints_of
-    from workbench.session_log import read
+    from workbench.checkpoints.points import CheckpointCommandError, checkpoints_of
+    from workbench.session.log import read
 
     found = checkpoints_of(read(log))
     if not found.steps or not (found.store / "HEAD").is_file():

@@ -15,8 +15,8 @@ from workbench.tui.screens.start import StartConfirmScreen, TrustProjectScreen
 if TYPE_CHECKING:
     from textual.app import App
 
-    from workbench.config_schema import Config
-    from workbench.start_checks import StartQuestion
+    from workbench.config.schema import Config
+    from workbench.session.start_checks import StartQuestion
 
 
 def ask_then_start(
@@ -51,7 +51,7 @@ def offer_trust(app: App[Any], config: Config | None) -> None:
         return
 
     def answered(yes: bool | None) -> None:
-        from workbench.project_trust import TRUST_HINT, record
+        from workbench.config.project_trust import TRUST_HINT, record
 
         if not yes:
             app.notify(

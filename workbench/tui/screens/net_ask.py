@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from workbench.net_gate import NetAnswer, NetQuestion
+from workbench.security.net_gate import NetAnswer, NetQuestion
 from workbench.security.net_rules import host_rule
 
 

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from workbench.rewind_here import RewindPreview
+from workbench.checkpoints.rewind_here import RewindPreview
 
 SHOWN = 200
 """Changed paths listed at most; the rest are counted."""

@@ -24,7 +24,7 @@ from workbench.security.rule_sources import (
 )
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
 
 _KIND_STYLE = {
     "deny": "bold red",
@@ -142,7 +142,7 @@ class RulesScreen(ModalScreen[None]):
 
     def action_confirm(self) -> None:
         """y: remove the rule asked about."""
-        from workbench.config import ConfigError
+        from workbench.config.load import ConfigError
 
         row, self.pending = self.pending, None
         if row is None:

@@ -18,11 +18,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from workbench.session_title import session_title
+from workbench.session.title import session_title
 
 if TYPE_CHECKING:
-    from workbench.session_log import SessionSummary
-    from workbench.session_stats import SessionStats
+    from workbench.session.log import SessionSummary
+    from workbench.session.stats import SessionStats
 
 
 def duration_text(seconds: float) -> str:
@@ -91,7 +91,7 @@ class SessionPicker(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         """The search box and the list (or a line saying there is none)."""
-        from workbench.session_log import list_summaries
+        from workbench.session.log import list_summaries
 
         self.summaries = list_summaries(self.directory) if self.directory.is_dir() else []
         with Vertical(id="sessions"):
@@ -132,7 +132,7 @@ class SessionPicker(ModalScreen[Path | None]):
         )
 
     def _read_stats(self) -> None:
-        from workbench.session_stats import session_stats
+        from workbench.session.stats import session_stats
 
         for summary in self.summaries:
             stats = session_stats(summary.path, summary.header.created)

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 if TYPE_CHECKING:
-    from workbench.config_schema import Config
+    from workbench.config.schema import Config
 
 
 _FIELDS = ("llm.model", "llm.base_url", "llm.api_key")
@@ -39,7 +39,7 @@ def theme_choices(ours: list[str], others: list[str]) -> list[str]:
 
 def environment_overrides(environ: Mapping[str, str] | None = None) -> list[str]:
     """The variables set in the environment that override a field of this screen."""
-    from workbench.config import env_names
+    from workbench.config.keys import env_names
 
     environ = os.environ if environ is None else environ
     return [name for key in _FIELDS for name in env_names(key) if environ.get(name, "").strip()]
@@ -121,7 +121,7 @@ class SettingsScreen(ModalScreen[bool]):
 
     def _policy_fields(self) -> ComposeResult:
         """Confirmation, risk threshold, streaming, theme, step limit: one row each."""
-        from workbench.config_schema import Config
+        from workbench.config.schema import Config
 
         config = self.config or Config()
         rows: list[tuple[str, Select[str] | Checkbox | Input]] = [
@@ -195,7 +195,7 @@ class SettingsScreen(ModalScreen[bool]):
 
     def changes(self) -> dict[str, str | bool | int]:
         """Dotted key -> new value, for the fields that changed (an empty key field: unchanged)."""
-        from workbench.config_schema import Config
+        from workbench.config.schema import Config
 
         config = self.config or Config()
         llm = config.llm
@@ -227,7 +227,8 @@ class SettingsScreen(ModalScreen[bool]):
         """Write the changed settings; on a bad value say which and stay open."""
         from pydantic import SecretStr, ValidationError
 
-        from workbench.config import ConfigError, check_setting, save_setting
+        from workbench.config.edit import check_setting, save_setting
+        from workbench.config.load import ConfigError
 
         error = self.query_one("#settings-error", Static)
         path = self.target()

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from workbench.project_trust import ProjectTrust, shown
+from workbench.config.project_trust import ProjectTrust, shown
 
 _CSS = """
 StartConfirmScreen, TrustProjectScreen { align: center middle; }
