@@ -3,7 +3,7 @@
 Run: `python benchmarks/replay.py`. Progress goes to stderr; the last line on stdout is ONE
 JSON object with the figures, each beside a baseline measured in this run on the same files:
 
-- `list_1000_sessions_s`: `session_log.list_summaries` (what `workbench sessions` runs) over
+- `list_1000_sessions_s`: `session.log.list_summaries` (what `workbench sessions` runs) over
   1000 logs of 60 events each; baseline: the same files' first lines read with `json` alone.
 - `watch_10k_events_s`: a 10 000-event session read and printed headless as JSON lines
   (`replay.watch` into memory); baseline: the same lines read and written with `json` alone.

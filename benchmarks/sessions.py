@@ -3,14 +3,14 @@
 Writes 1000 session logs with the real `SessionLog` (a task, 20 steps of an LLM call, a
 command and a 1.5 KB result each, a final state: ~44 KB a log) into a temporary folder, then
 prints progress lines and ONE JSON object on its last line:
-- `list_1000_sessions_s`: `session_log.list_summaries` over them (median of 5; target <= 0.5).
+- `list_1000_sessions_s`: `session.log.list_summaries` over them (median of 5; target <= 0.5).
 - `baseline_headers_json_s` (same run): the first line of every log parsed with `json` alone,
   the least any listing that names each session's header must do.
 - `baseline_whole_files_json_s` (same run): every line of every log parsed with `json`: what a
   listing that read whole logs would cost at least.
 - `sessions_command_s`: the whole `workbench sessions` process over them (median of 3; most of
   it is importing the config models).
-- `show_one_s`: `sessions_cli.session_facts` of one log (median of 5).
+- `show_one_s`: `cli.sessions.session_facts` of one log (median of 5).
 - `load_history_s`: `resume.load_history` of one log (median of 5).
 Run: `.venv/bin/python benchmarks/sessions.py`.
 """

@@ -6,4 +6,6 @@
 - `messages`: session events -> the chat messages sent to the LLM.
 
 The tools themselves live in `workbench.tools`, one module each.
+
+Imports: config, llm, tools.
 """

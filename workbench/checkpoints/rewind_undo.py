@@ -1,7 +1,7 @@
 """Which recorded rewind (or undo) `workbench rewind SESSION --undo` undoes next.
 
 Every rewind of a session's files, and every undo, first checkpoints the present and records
-it (`checkpoint_store.record_rewind`): `before` is the state it replaced, `target` the state it
+it (`checkpoints.store.record_rewind`): `before` is the state it replaced, `target` the state it
 made. Undoing a record puts its `before` back, and is recorded in turn, so what an undo
 replaced (files the person made after a rewind, say) is one undo away too.
 

@@ -1,11 +1,11 @@
 """The `workbench` command: the TUI by default, `--headless` for scripts, `sessions` to list,
-show, delete and export saved sessions (`sessions_cli.py`), `replay` to watch or re-run a
-recording (`replay/command.py`), `policy` to ask the confirmation policy (`policy_cli.py`);
+show, delete and export saved sessions (`sessions.py`), `replay` to watch or re-run a
+recording (`replay.py`), `policy` to ask the confirmation policy (`policy.py`);
 `--resume ID`/`--last` continue a saved session in either front end.
 
 Whatever prints survives a reader that stops early (`workbench sessions | head`): a closed
 pipe ends a listing quietly with exit code 0; a headless run stops printing, goes on to its end
-and keeps its own exit code (`headless_output.Printer.line`).
+and keeps its own exit code (`headless/output.py`: `Printer.line`).
 
 Only the standard library (and `workbench.exit_codes`, which needs nothing else) is imported
 before the arguments are parsed, so `--help` and usage errors answer at once; configuration

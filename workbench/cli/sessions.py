@@ -10,7 +10,7 @@
 
 ID is a session id or a unique prefix of one (or a log's path); an unknown or ambiguous one is
 a usage error (exit code 2) naming the candidates. The list reads only the first lines and the
-last 64 KB of each log (`session_log.summarize`), so it stays fast with thousands of sessions.
+last 64 KB of each log (`session.log.summarize`), so it stays fast with thousands of sessions.
 Exit codes: 0 done, 1 a deletion declined, 2 usage (bad arguments, no such session, the
 export's file exists).
 """
@@ -250,7 +250,7 @@ def show_session(path: Path, as_json: bool) -> int:
 
 
 def print_transcript(facts: dict[str, Any]) -> None:
-    """The transcript of `show` (`session_transcript.py`), after the facts."""
+    """The transcript of `show` (`transcript.py`), after the facts."""
     from workbench.cli.transcript import Entry, transcript_text
 
     entries = [Entry(**entry) for entry in facts["transcript"]]

@@ -124,7 +124,7 @@ def _flatten(data: Mapping[str, Any], where: str, prefix: str = "") -> dict[str,
 
 
 def _renamed(key: str, value: Any, where: str) -> tuple[str, Any] | None:
-    """An old key's new name and value (`config_schema.renamed_key`), or None."""
+    """An old key's new name and value (`config.schema.renamed_key`), or None."""
     from workbench.config.schema_sandbox import renamed_key
 
     try:

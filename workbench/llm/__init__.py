@@ -2,6 +2,8 @@
 
 Importing this package does not import litellm (that happens on the first call, or in a
 worker thread through `await warm_up()`).
+
+Imports: config.
 """
 
 from workbench.llm.client import (

@@ -13,8 +13,10 @@
   `report.py` prints how each step went (a diff, or a JSON line per difference);
 - `resume.py`: `--continue-from N`, the first N steps re-run, then a live model goes on;
 - `timeline.py`: a player's position (by event, by step, by jump), for the TUI;
-- `command.py`: the command line.
+- the command line is `workbench/cli/replay.py`.
 
 The TUI's player is `workbench/tui/replay.py` and its re-run view `workbench/tui/rerun.py`;
 neither imports the headless printers.
+
+Imports: agent, checkpoints, config, headless, llm, security, session, tools.
 """

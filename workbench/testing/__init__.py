@@ -6,4 +6,6 @@ HTTP through litellm; `workbench.testing.fake_llm.FakeLLM` replaces the LLM clie
 validates the scripts both play and builds the server's replies.
 `workbench.testing.fake_backend.FakeBackend` stands in for the TUI's backend: it records what
 the app asks of it and runs nothing.
+
+Imports: llm, tui.
 """

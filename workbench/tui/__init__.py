@@ -6,4 +6,6 @@
 - `cells.py`: events as compact cells (no Textual); `messages.py`: the app's messages.
 - `themes.py`: theme files (TOML) to Textual themes; `app.tcss`: the app's CSS.
 - `widgets/`: panes, status bar, input box, confirmation panel; `screens/`: settings, sessions.
+
+Imports: checkpoints, config, controller, llm, replay, security, session, tools.
 """

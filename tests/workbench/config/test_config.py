@@ -18,7 +18,7 @@ from workbench.config.load import ConfigError, load_config, require_model, requi
 from workbench.config.schema import Config
 from workbench.config.template import render_template
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "config.template.toml"
 KEY = "sk-test-0123456789-SECRET"
 

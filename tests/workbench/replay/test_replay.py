@@ -268,7 +268,7 @@ def test_export_openhands_round_trip(
     assert theirs[1].path == "/workspace/hi.sh"  # type: ignore[union-attr]
 
 
-OPENHANDS = Path(__file__).resolve().parents[1] / "data" / "openhands"
+OPENHANDS = Path(__file__).resolve().parents[2] / "data" / "openhands"
 
 
 def test_openhands_trajectories_are_read_with_notes_for_what_is_skipped() -> None:

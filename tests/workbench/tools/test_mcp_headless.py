@@ -16,7 +16,7 @@ from headless_harness import cli_env, finish, json_lines, run_cli
 
 from workbench.testing.llm_server import ScriptedLLMServer
 
-DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
+DEMO = Path(__file__).resolve().parents[2] / "mcp_servers" / "demo_server.py"
 SECRET = "mcp-token-5f3a9c1e77"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

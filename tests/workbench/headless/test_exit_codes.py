@@ -11,7 +11,7 @@ from workbench import exit_codes
 from workbench.cli.main import build_parser
 from workbench.exit_codes import DESCRIPTIONS, TABLE, Status, exit_code, markdown_table
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REGENERATE = "python -m workbench.exit_codes --markdown"
 
 

@@ -24,7 +24,7 @@ from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tools.mcp import host_notes, specs_of
 from workbench.tools.mcp_paths import plan_server
 
-DEMO = Path(__file__).resolve().parents[1] / "mcp_servers" / "demo_server.py"
+DEMO = Path(__file__).resolve().parents[2] / "mcp_servers" / "demo_server.py"
 
 
 def home_server(tmp_path: Path) -> Path:

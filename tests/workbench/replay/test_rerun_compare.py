@@ -16,7 +16,7 @@ from headless_harness import bash, cli_env, create, finish, json_lines, run_cli
 from workbench.replay.normalise import normalise
 from workbench.testing.llm_server import ScriptedLLMServer
 
-OPENHANDS = Path(__file__).resolve().parents[1] / "data" / "openhands"
+OPENHANDS = Path(__file__).resolve().parents[2] / "data" / "openhands"
 JUPYTER = {"WORKBENCH_AGENT_ENABLE_JUPYTER": "true"}
 AGENTS = "# Agents\n\nRun the tests with scripts/test before you commit anything.\n"
 PLOT = """\
