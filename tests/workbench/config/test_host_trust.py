@@ -207,7 +207,7 @@ def test_resuming_a_log_of_another_folder_needs_a_choice(tmp_path: Path) -> None
     args = ("--resume", first, "-t", "more", "--workspace", str(here))
     code, lines, err = _headless(tmp_path, [finish()], tmp_path, *args)
     assert code == 0 and lines[0]["workspace"] == str(here.resolve()), err
-    # (From the log's own folder nothing is asked: tests/workbench/session/test_resume.py does that.)
+    # (From the log's own folder nothing is asked: session/test_resume.py does that.)
 
 
 def test_the_records_vouch_only_when_only_the_person_could_write_them(tmp_path: Path) -> None:
