@@ -1,10 +1,7 @@
 """The LLM client: one `complete()` call per agent step, on litellm, with our own retry loop.
 
-litellm is imported lazily (its import costs seconds of CPU): on the first call, or earlier
-through `await warm_up()`, which imports it in a worker thread; `prime_litellm()` then does the
-lazy imports of a first call ahead of time. Before the import we make it use its bundled price
-map (no network); afterwards we silence its stdout/stderr chatter and freeze what the import left
-in memory out of the garbage collector's full collections.
+litellm is imported lazily and quietly (`litellm_load.py`); `prime_litellm()` does the lazy
+imports of a first call ahead of time.
 OpenAI-style models (`openai/...`) go through litellm's own HTTP handler, as most other
 providers do, instead of the OpenAI SDK: the SDK walks every request's whole message history
 against its type hints (`_transform_recursive`), which cost 10-25 ms per call by step 50 of a
@@ -20,21 +17,23 @@ is counted by litellm's tokenizer, or at four characters a token, and marked `es
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import importlib
 import logging
 import math
-import os
-import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from workbench.config.schema import LLMConfig
 from workbench.llm.errors import LLMError, classify, retry_after_s
+from workbench.llm.litellm_load import (
+    SDK_PROVIDERS,
+    import_openai_resources,
+    load_litellm,
+    loaded_litellm,
+    warm_up,
+)
 
 __all__ = [
     "LLMClient",
@@ -50,80 +49,8 @@ __all__ = [
 RetryHook = Callable[[LLMError, int, float], None]
 """Called before each retry with the error, the retry number (1-based) and the wait in s."""
 
+
 # litellm reads this on every call: `openai/` models skip the OpenAI SDK (see above).
-_BASE_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
-_LITELLM_ENV = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # its price map stays local: no network
-    _BASE_HANDLER_ENV: "true",
-}
-# Read once, at litellm's import, so set only for it (a local sandbox inherits our environment):
-# 0 stops litellm from copying every request's message history after each call to shorten
-# base64 images in its logging payload, which nothing here reads.
-_IMPORT_ONLY_ENV = {"MAX_BASE64_LENGTH_FOR_LOGGING": "0"}
-
-
-def _set_litellm_env() -> None:
-    for name, value in _LITELLM_ENV.items():
-        os.environ.setdefault(name, value)
-
-
-# Set early too, in case something else imports litellm first.
-_set_litellm_env()
-
-_SDK_PROVIDERS = frozenset({"azure", "text-completion-openai"})  # OpenAI SDK whatever the flag
-_litellm: Any = None
-_import_lock = threading.Lock()
-_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
-
-
-def load_litellm() -> Any:
-    """Import and quiet litellm once (blocking: seconds the first time; call from a thread)."""
-    global _litellm
-    with _import_lock:
-        if _litellm is None:
-            _set_litellm_env()
-            added = [name for name in _IMPORT_ONLY_ENV if name not in os.environ]
-            os.environ.update({name: _IMPORT_ONLY_ENV[name] for name in added})
-            try:
-                import litellm
-            finally:
-                for name in added:
-                    os.environ.pop(name, None)
-            # litellm's import leaves ~300 000 long-lived objects (and almost no garbage) that
-            # every full collection would walk again: ~0.2-0.3 s of a stalled loop or UI each
-            # time. Frozen, they are left out of collections; refcounting still frees them.
-            gc.freeze()
-
-            if _openai_sdk_in_use():
-                _import_openai_resources()
-
-            # Its own deprecation warnings would print over a TUI.
-            warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
-            litellm.suppress_debug_info = True
-            # `turn_off_message_logging` stays off: it only matters to logging callbacks, and we
-            # register none; turned on, litellm deep-copies every request's whole message
-            # history after each call to blank it out of a payload nothing reads.
-            for name in _LITELLM_LOGGERS:
-                logger = logging.getLogger(name)
-                for handler in list(logger.handlers):
-                    logger.removeHandler(handler)
-                logger.addHandler(logging.NullHandler())
-                logger.setLevel(logging.WARNING)
-            _litellm = litellm
-    return _litellm
-
-
-def _openai_sdk_in_use() -> bool:
-    """Whether `openai/` models go through the OpenAI SDK (the flag above set to false)."""
-    return os.environ.get(_BASE_HANDLER_ENV, "").strip().lower() != "true"
-
-
-def _import_openai_resources() -> None:
-    """The OpenAI SDK's chat resources, which it would import on its first request (~0.5 s)."""
-    with contextlib.suppress(ImportError):
-        importlib.import_module("openai.resources.chat")
-
-
 def prime_litellm(config: LLMConfig, tools: list[dict[str, Any]] | None = None) -> None:
     """Do the lazy imports of litellm's first call now (blocking: call from a thread).
 
@@ -139,16 +66,10 @@ def prime_litellm(config: LLMConfig, tools: list[dict[str, Any]] | None = None) 
         litellm.completion(**kwargs, mock_response="ok")
         importlib.import_module("litellm._service_logger")
         _ = importlib.import_module("litellm.main").encoding  # loads and caches the tokenizer
-        if config.model.split("/", 1)[0] in _SDK_PROVIDERS:
-            _import_openai_resources()
+        if config.model.split("/", 1)[0] in SDK_PROVIDERS:
+            import_openai_resources()
     except Exception:
         logging.getLogger(__name__).debug("priming litellm failed", exc_info=True)
-
-
-async def warm_up() -> None:
-    """Import litellm in a worker thread so the first request does not pay for it."""
-    if _litellm is None:
-        await asyncio.to_thread(load_litellm)
 
 
 @dataclass(frozen=True)
@@ -265,7 +186,7 @@ class LLMClient:
                 "No LLM model is set. Fix: set LLM_MODEL (e.g. openai/gpt-4o), llm.model in "
                 "the config file, or pass --model.",
             )
-        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
+        litellm = loaded_litellm() or await asyncio.to_thread(load_litellm)
         started = time.perf_counter()
         attempts = _Attempts()
         deadline = self.config.deadline_s or None
