@@ -36,3 +36,14 @@ def waiter(
             await pilot.pause(step)
 
     return until
+
+
+async def holds(pilot: Any, check: Callable[[], object], seconds: float, what: str) -> None:
+    """Something must NOT happen: `check()` stays true for `seconds` while the app runs
+    (checked every 0.05 s). Only an absence needs time to pass; a presence uses `waiter`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not check():
+            raise AssertionError(f"{what} stopped holding")
+        await pilot.pause(0.05)
+    assert check(), f"{what} stopped holding"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import holds, waiter
 from textual.widgets import Static, TextArea
 from tui_support import controller_events, scripted_config
 
@@ -98,8 +98,12 @@ async def test_always_allow_saves_a_general_rule_to_the_project(tmp_path: Path) 
             await _until(pilot, lambda: len(_requests(app)) == 2, "the git push confirmation")
             await _until(pilot, lambda: panel.request is not None, "the panel")
             await pilot.press("a")
-            await pilot.pause(0.2)
-            assert not isinstance(app.screen, AllowRuleScreen) and panel.request is not None
+            await holds(
+                pilot,
+                lambda: not isinstance(app.screen, AllowRuleScreen) and panel.request is not None,
+                0.2,
+                "no rule offered for git push",
+            )
             await pilot.press("n")
             await _until(pilot, lambda: status.data.state == "finished", "the finish")
             decisions = [

@@ -254,12 +254,10 @@ async def test_tab_reaches_the_shell_input_not_its_output_and_ctrl_n_clears_the_
 
         for event in _session("a task", "cd /tmp && echo old-session-output"):
             app.feed_event(event)
-        await pilot.pause(0.1)
         header = shell.query_one("#shell-header", Static)
-        assert "old-session" in str(header.render())
+        await _until(pilot, lambda: "old-session" in str(header.render()), "the old command")
         app.action_new_session()
-        await pilot.pause(0.1)
-        assert "old-session" not in str(header.render())
+        await _until(pilot, lambda: "old-session" not in str(header.render()), "a clean header")
         assert "old-session" not in shell.output.text()
 
 
@@ -288,12 +286,16 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
                 )
             )
             shell.output.append(long_line + "\n")
-            await pilot.pause(0.1)
             view = shell.output
+
+            def drawn(view: Any = view) -> list[str]:
+                lines = [view.render_line(y).text.rstrip() for y in range(view.size.height)]
+                return [line for line in lines if line]
+
+            # the end of the line comes into view once its wrapped lines are laid out
+            await _until(pilot, lambda: drawn() and drawn()[-1].endswith("word059"), "the end")
             width = view.scrollable_content_region.width
-            rendered = [view.render_line(y).text.rstrip() for y in range(view.size.height)]
-            rows = [row for row in rendered if row]
-            assert rows[-1].endswith("word059"), rows  # the end of the line is in view
+            rows = drawn()
             assert all(len(row) <= width for row in rows)
             if view.row_count <= view.size.height:  # all of it fits: every character shown
                 assert "".join(rows[1:]) == long_line, rows
@@ -306,9 +308,10 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
                 note="No new output for 10 s; the command is still running. To continue, ...",
             )
             app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
-            await pilot.pause(0.1)
+            head = shell.query_one("#shell-header", Static)
+            await _until(pilot, lambda h=head: "still running" in str(h.render()), "the header")
             assert "No new output" not in view.text()
-            header = str(shell.query_one("#shell-header", Static).render())
+            header = str(head.render())
             assert "still running" in header and "/ws" in header
 
 
@@ -590,8 +593,9 @@ async def test_a_command_refused_as_busy_leaves_the_running_one_in_the_shell_hea
         shell = app.query_one(ShellPane)
         for event in events:
             app.feed_event(event)
-        await pilot.pause(0.1)
-        header = str(shell.query_one("#shell-header", Static).render())
+        head = shell.query_one("#shell-header", Static)
+        await _until(pilot, lambda: "seq 2000" in str(head.render()), "the running command")
+        header = str(head.render())
         assert "still running" in header and "seq 2000" in header, header
         assert "echo alive" not in header, header
         assert f"(not run: `{loop}` is still running)" in shell.output.text()

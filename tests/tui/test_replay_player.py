@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pilot_wait import holds
 from textual.widgets import Static
 from tui_support import make_config
 
@@ -89,8 +90,7 @@ async def test_player_plays_pauses_steps_back_and_jumps(tmp_path: Path) -> None:
         await pilot.press("space")  # pause
         assert not app.playing and line.step >= 2
         held = line.position
-        await pilot.pause(0.3)
-        assert line.position == held  # paused: nothing more is shown
+        await holds(pilot, lambda: line.position == held, 0.3, "paused: nothing more shown")
         assert any("echo one" in title for title in titles(app))
 
         await pilot.press("g", "1", "enter")  # jump back to step 1

@@ -240,9 +240,13 @@ async def test_resume_from_the_command_line_shows_the_session_then_continues_it(
         )
         app.initial_session, app.initial_task = saved, task
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause(0.1)
-            assert backend.continued == expected
             view = app.query_one(ConversationView)
+            await _until(
+                pilot,
+                lambda v=view, t=task, b=backend: v.cells and (not t or b.continued),
+                "the history on screen (and the task sent on)",
+            )
+            assert backend.continued == expected
             assert view.cells[0].title == "read the notes"  # the history is on screen
             marked = app.query_one(StatusBar).data.mark
             assert marked == ("read-only" if not task else "")
@@ -263,7 +267,8 @@ async def test_a_saved_session_shows_its_own_images(tmp_path: Path) -> None:
     )
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_session_file(saved)
-        await pilot.pause(0.1)
+        view = app.query_one(ConversationView)
+        await _until(pilot, lambda: view.cells, "the saved session on screen")
         assert await app.load_artifact("plot.png") == b"\x89PNG stored"
         assert await app.load_artifact("live.png") == b"from the backend"
         await app.action_quit()

@@ -7,10 +7,12 @@ the shell pane, a rejected and an approved confirmation, and the finish.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from pilot_wait import waiter
 from tui_support import controller_events, scripted_config
@@ -56,6 +58,15 @@ def _config(tmp_path: Path, base_url: str) -> Config:
         "sandbox.soft_timeout_s": 1.0,
     }
     return scripted_config(tmp_path, base_url, overrides)
+
+
+def _sleeping() -> bool:
+    """A `sleep 30` runs in this test's sandbox (a descendant of this process)."""
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if child.cmdline() == ["sleep", "30"]:
+                return True
+    return False
 
 
 _until = waiter(30)
@@ -147,7 +158,7 @@ async def test_ctrl_c_in_the_shell_pane_interrupts_at_once(tmp_path: Path) -> No
             shell = app.query_one(ShellPane)
             app.post_message(PromptSubmitted("sleep a while"))
             await _until(pilot, lambda: shell.state == "running", "sleep 30 to start", 60)
-            await pilot.pause(0.5)
+            await _until(pilot, _sleeping, "the sleep process itself", 30)
             app.query_one("#shell-input").focus()
             started = time.monotonic()
             await pilot.press("ctrl+c")
@@ -246,7 +257,6 @@ async def test_two_tasks_sent_at_once_make_one_session_and_one_run(
             app.post_message(PromptSubmitted("first task"))
             app.post_message(PromptSubmitted("and a second thought"))
             await _until(pilot, lambda: status.data.state == "finished", "the finish", 90)
-            await pilot.pause(0.2)
             controller = backend.controller
             assert controller is not None
             users = [

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pilot_wait import waiter
+from pilot_wait import holds, waiter
 from textual.widgets import Static
 
 from workbench.config.load import load_config
@@ -165,8 +165,7 @@ async def _answer_home_question(question: StartQuestion, home: Path, answer: str
         await _until(pilot, lambda: _shows(app, StartConfirmScreen, "#start-body"), "question")
         body = str(app.screen.query_one("#start-body", Static).render())
         assert str(home) in body and "it holds .ssh/" in body and "read-only" in body
-        await pilot.pause(0.5)
-        assert "start" not in backend.calls  # nothing starts before the answer
+        await holds(pilot, lambda: "start" not in backend.calls, 0.5, "nothing starts unanswered")
         await pilot.press(answer)
         if answer == "y":
             await _until(pilot, lambda: "start" in backend.calls, "the sandbox's start")
