@@ -82,7 +82,7 @@ def quoted(goal: str) -> str:
 async def test_click_test_played_right_scores_1_and_ends(runtime: LocalRuntime) -> None:
     page = await start(runtime, "miniwob.click-test")
     assert page.task is not None and page.task.goal == "Click the button."
-    assert page.screenshot and Path(page.screenshot_path).read_bytes().startswith(b"\x89PNG")
+    assert page.screenshot and (await runtime.download(page.screenshot)).startswith(b"\x89PNG")
     done = await step(runtime, f'click("{bid(page, "button", "Click Me!")}")')
     assert done.task is not None
     assert (done.task.reward, done.task.done, done.task.best_reward) == (1.0, True, 1.0)
