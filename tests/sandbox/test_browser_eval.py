@@ -4,14 +4,19 @@ network "off"), played by known-good and wrong sequences of browse actions."""
 
 from __future__ import annotations
 
+import base64
+import os
 import re
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from net_support import outside_server
 
-from sandbox.executors.browser import browser_unavailable_reason
+from sandbox.executors.base import ExecutorContext
+from sandbox.executors.browser import BrowserExecutor, browser_unavailable_reason
+from sandbox.executors.browser_task import goal_parts
 from sandbox.protocol import (
     BrowseAction,
     BrowseObservation,
@@ -157,3 +162,50 @@ async def test_bad_ids_and_score_before_start_are_refused(runtime: LocalRuntime)
     missing = await runtime.execute(BrowseTaskStartAction(task_id="nosuchbench.task"))
     assert isinstance(missing, ErrorObservation) and missing.error_kind == "unavailable"
     assert "not installed" in missing.content
+
+
+def test_a_browser_that_dies_ends_the_episode_and_keeps_its_rewards(tmp_path: Path) -> None:
+    """The executor, not the worker, keeps the record: a crash loses no reward."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "art").mkdir()
+    context = ExecutorContext(workspace=tmp_path / "ws", artifacts=tmp_path / "art")
+    browser = BrowserExecutor(context)
+    try:
+        page = browser.execute(BrowseTaskStartAction(task_id="miniwob.enter-text", seed=5))
+        assert isinstance(page, BrowseObservation), page
+        box = re.search(r"\[(\w+)\] textbox", page.axtree)
+        assert box, page.axtree
+        filled = browser.execute(BrowseAction(action=f'fill("{box.group(1)}", "x")'))
+        assert isinstance(filled, BrowseObservation) and filled.task is not None
+        assert browser._proc is not None
+        os.killpg(browser._proc.pid, signal.SIGKILL)
+        browser._proc.wait()
+        after = browser.execute(BrowseAction(action="noop()"))
+        assert isinstance(after, ErrorObservation) and "episode is over" in after.content
+        result = browser.execute(BrowseTaskScoreAction())
+        assert isinstance(result, BrowseTaskScoreObservation)
+        assert (result.rewards, result.done) == ([0.0], True)
+        assert "the browser stopped" in result.content
+        again = browser.execute(BrowseAction(action="noop()"))
+        assert isinstance(again, ErrorObservation) and "is over" in again.content
+    finally:
+        browser.close()
+
+
+def test_goal_images_become_artifacts_and_urls_stay_text() -> None:
+    png = b"\x89PNG\r\n\x1a\nfake"
+    saved: list[tuple[bytes, str]] = []
+
+    def save(data: bytes, extension: str) -> str:
+        saved.append((data, extension))
+        return f"goal-{len(saved)}.{extension}"
+
+    inline = "data:image/png;base64," + base64.b64encode(png).decode()
+    goal = [
+        {"type": "text", "text": "Find this item:"},
+        {"type": "image_url", "image_url": {"url": inline}},
+        {"type": "image_url", "image_url": "http://127.0.0.1:9/shoe.jpg"},
+    ]
+    text, images = goal_parts(goal, save)
+    assert images == ["goal-1.png"] and saved == [(png, "png")]
+    assert text == "Find this item:\n[image: http://127.0.0.1:9/shoe.jpg]"
