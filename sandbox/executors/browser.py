@@ -42,6 +42,7 @@ from sandbox.protocol import (
 
 START_TIMEOUT_S = 60.0
 STEP_TIMEOUT_S = 60.0
+MAX_TEMP_ROOT_CHARS = 30
 ACTION_HINT = (
     'Use BrowserGym calls such as goto("http://127.0.0.1:8000"), click("12"), '
     'fill("7", "text"), scroll(0, 300), go_back(), press("7", "Enter").'
@@ -200,7 +201,7 @@ class BrowserExecutor:
         self._stop()
 
     def _start(self, task: bool = False) -> None:
-        self._temp = tempfile.mkdtemp(prefix="sandbox-browser-")
+        self._temp = tempfile.mkdtemp(prefix="sandbox-browser-", dir=_short_temp_root())
         env = {**os.environ, **self._context.env, "TMPDIR": self._temp}
         log = open(self._context.artifacts / "browser-worker.log", "ab")  # noqa: SIM115
         try:
@@ -282,6 +283,17 @@ class BrowserExecutor:
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
+
+
+def _short_temp_root() -> str | None:
+    """Where the browser's temp folder goes: the usual temp dir, unless its path is so long
+    that Chromium's singleton socket (`<it>/sandbox-browser-*/org.chromium.Chromium.*/
+    SingletonSocket`, ~75 more characters) would pass the 107 a socket path may have, which
+    makes Chromium abort at start; then `/tmp` (None: the usual one)."""
+    usual = tempfile.gettempdir()
+    if len(usual) <= MAX_TEMP_ROOT_CHARS or not os.access("/tmp", os.W_OK | os.X_OK):
+        return None
+    return "/tmp"
 
 
 def _remove_when_quiet(folder: str, limit_s: float = 3.0) -> None:
