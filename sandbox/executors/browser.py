@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from sandbox import confine
 from sandbox.executors.base import ExecutorContext, register
-from sandbox.executors.browser_episode import Episode
+from sandbox.executors.browser_episode import Episode, script_url
 from sandbox.executors.browser_worker import chromium_path
 from sandbox.protocol import (
     Action,
@@ -91,6 +91,8 @@ class BrowserExecutor:
         episode = self._episode
         if episode is not None and episode.done:
             return episode.refusal()
+        if episode is not None and (url := script_url(action.action)) is not None:
+            return episode.script_refusal(url)
         if not action.action.strip():
             return ErrorObservation(content=f"Empty browser action. {ACTION_HINT}")
         try:

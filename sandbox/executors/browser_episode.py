@@ -8,9 +8,27 @@ episode but loses none of its rewards.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from sandbox.protocol import BrowseTaskScoreObservation, BrowseTaskState, ErrorObservation
+
+
+def script_url(action: str) -> str | None:
+    """The first `javascript:` URL among the action's strings, else None. During an episode
+    one is refused: `goto("javascript:WOB_RAW_REWARD_GLOBAL=1")` runs code in the task's page
+    and would set its reward. Browsers drop whitespace and control characters around and
+    inside a URL's scheme, so this check does too."""
+    try:
+        tree = ast.parse(action)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            bare = "".join(ch for ch in node.value if ord(ch) > 0x20 and ord(ch) != 0x7F)
+            if bare.lower().startswith("javascript:"):
+                return node.value
+    return None
 
 
 @dataclass
@@ -62,6 +80,14 @@ class Episode:
         return ErrorObservation(
             content=f"The task '{self.task_id}' is over ({self.ended}; score {self.best:g}): "
             "no further browser action counts. Call finish."
+        )
+
+    def script_refusal(self, url: str) -> ErrorObservation:
+        """The answer to a step that would run a `javascript:` URL in the task's page."""
+        return ErrorObservation(
+            content=f"Not run: {url[:80]!r} is a javascript: URL, which would run code in the "
+            f"task's page (and could change its score). In the task '{self.task_id}', act on "
+            "the page's elements by bid: click, fill, press, select_option ..."
         )
 
     def score(self) -> BrowseTaskScoreObservation:

@@ -143,6 +143,18 @@ async def test_focus_text_left_undone_scores_0(runtime: LocalRuntime) -> None:
     assert (result.best_reward, result.rewards, result.done) == (0.0, [0.0, 0.0], False)
 
 
+async def test_javascript_urls_cannot_set_the_reward(runtime: LocalRuntime) -> None:
+    """`goto("javascript:...")` would run code in the task's page and set its reward: during
+    an episode it is refused, however the scheme is spelled."""
+    await start(runtime, "miniwob.click-button", seed=3)
+    hack = "WOB_RAW_REWARD_GLOBAL=1;WOB_DONE_GLOBAL=true;void 0"
+    for url in (f"javascript:{hack}", f" JavaScript:{hack}", f"java\tscript:{hack}"):
+        answer = await runtime.execute(BrowseAction(action=f"goto({url!r})"))
+        assert isinstance(answer, ErrorObservation) and "javascript: URL" in answer.content
+    result = await score(runtime)
+    assert (result.best_reward, result.rewards, result.done) == (0.0, [], False)
+
+
 async def test_the_browser_has_no_network(runtime: LocalRuntime) -> None:
     """The episode above ran with no network: the same browser cannot reach a server that the
     host itself reaches on its own loopback."""
