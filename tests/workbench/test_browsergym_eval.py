@@ -125,3 +125,16 @@ def test_bad_refs_say_the_form() -> None:
             BrowserGymTask(bad)
     assert parse_ref("browsergym/miniwob.click-test") == ("miniwob.click-test", None)
     assert BrowserGymTask("browsergym/miniwob.click-test").seed is not None  # drawn, recorded
+
+
+async def test_a_sandbox_without_the_browser_says_where_these_tasks_run(tmp_path: Path) -> None:
+    set_trial_loop(asyncio.get_running_loop())
+    runtime = LocalRuntime(tmp_path, disable=["browser", "jupyter"], warm_up=False)
+    await runtime.start()
+    try:
+        with pytest.raises(RuntimeError, match="need the sandbox's browser: run them on the local"):
+            await asyncio.to_thread(
+                BrowserGymTask("browsergym/miniwob.click-test").instruction, runtime
+            )
+    finally:
+        await runtime.close()

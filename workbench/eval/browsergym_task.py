@@ -43,6 +43,10 @@ START_TIMEOUT_S = 120.0
 """How long starting an episode may take (a cold browser on a busy machine: ~2-6 s)."""
 REF = re.compile(r"^browsergym/(?P<task>[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+?)(?:@(?P<seed>\d{1,9}))?$")
 BENCHMARK_MODULES = {"miniwob": "browsergym.miniwob"}
+NEEDS_BROWSER = (
+    "BrowserGym tasks need the sandbox's browser: run them on the local runtime with Chromium "
+    "installed; the Docker sandbox image has no browser"
+)
 
 
 class BrowserGymTaskError(ValueError):
@@ -117,7 +121,14 @@ class BrowserGymTask:
         action = BrowseTaskStartAction(task_id=self.task_id, seed=self.seed)
         observation = sandbox_call(runtime.execute(action), START_TIMEOUT_S)
         if isinstance(observation, ErrorObservation):
-            raise RuntimeError(f"the task '{self.task_id}' did not start: {observation.content}")
+            hint = ""
+            if observation.error_kind == "unavailable" and "No 'browse_task_start'" in str(
+                observation.content
+            ):
+                hint = f" ({NEEDS_BROWSER})"
+            raise RuntimeError(
+                f"the task '{self.task_id}' did not start: {observation.content}{hint}"
+            )
         if not isinstance(observation, BrowseObservation) or observation.task is None:
             raise RuntimeError(f"the task '{self.task_id}' did not start: {observation!r}")
         self.goal = observation.task.goal
