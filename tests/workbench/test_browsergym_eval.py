@@ -52,7 +52,9 @@ async def play(tmp_path: Path, ref: str, script: list[dict[str, Any]]) -> dict[s
     try:
         instruction = await asyncio.to_thread(task.instruction, runtime)
         async with ScriptedLLMServer({"steps": script, "default": FINISH}) as server:
-            config = make_config(tmp_path, server.base_url, workspace, agent__enable_browser=True)
+            needs = {key.replace(".", "__"): value for key, value in task.config_overrides.items()}
+            config = make_config(tmp_path, server.base_url, workspace, **needs)
+            assert config.agent.enable_browser and config.sandbox.network == "off"
             header = make_header(new_session_id(), workspace, MODEL, config.redacted_dict())
             session = SessionLog.create(log_dir, header)
             try:

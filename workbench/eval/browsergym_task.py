@@ -114,6 +114,12 @@ class BrowserGymTask:
         if self.seed is None:
             self.seed = random.randrange(2**31)
         self.config = BrowserGymConfig()
+        self.config_overrides: dict[str, Any] = {
+            "agent.enable_browser": True,
+            "sandbox.network": "off",
+        }
+        """Settings the trial's session needs whatever the person's config says: the browser
+        tool and executor on (the agent acts with them), no network (the pages are local)."""
         self.goal = ""
 
     def instruction(self, runtime: Runtime) -> str:
