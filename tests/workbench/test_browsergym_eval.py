@@ -14,6 +14,7 @@ import pytest
 from headless_harness import MODEL, make_config
 
 from sandbox.executors.browser import browser_unavailable_reason
+from sandbox.protocol import BrowseObservation, BrowseTaskState
 from sandbox.runtimes.bwrap import bwrap_available
 from sandbox.runtimes.local import LocalRuntime
 from workbench.controller import Controller
@@ -22,6 +23,7 @@ from workbench.eval.types import set_trial_loop
 from workbench.llm import LLMClient
 from workbench.session_log import SessionLog, make_header, new_session_id
 from workbench.testing.llm_server import ScriptedLLMServer
+from workbench.tools.browser import BrowserTool
 
 pytestmark = [
     pytest.mark.browser,
@@ -140,3 +142,22 @@ async def test_a_sandbox_without_the_browser_says_where_these_tasks_run(tmp_path
             )
     finally:
         await runtime.close()
+
+
+def test_the_browser_tool_tells_the_agent_and_the_person_the_reward() -> None:
+    tool = BrowserTool()
+    state = BrowseTaskState(task_id="miniwob.click-test", reward=0.0, message="try again")
+    going = BrowseObservation(action="scroll(0, 9)", url="file:///t.html", task=state)
+    assert "not done yet" in tool.observation_text(going)
+    assert "The task says: try again" in tool.human_text(going)
+    assert tool.ends_run_after(going) is None
+    done = going.model_copy(
+        update={"task": state.model_copy(update={"reward": 1.0, "done": True, "best_reward": 1.0})}
+    )
+    assert "The task is complete" in tool.observation_text(done)
+    assert "Call finish now" in tool.observation_text(done)
+    assert "reward 1 · task done" in tool.observation_cell("k", done).summary
+    ends = tool.ends_run_after(done)
+    assert ends is not None and ends[0] == "success" and "best reward 1" in ends[1]
+    plain = BrowseObservation(action="noop()", url="about:blank")
+    assert "task" not in tool.observation_text(plain) and tool.ends_run_after(plain) is None
