@@ -92,6 +92,22 @@ class BrowseAction(_Model):
     action: str
 
 
+class BrowseTaskStartAction(_Model):
+    """Start an evaluation episode of a BrowserGym task (`miniwob.click-test`) in a fresh
+    browser; later `browse` actions are its steps (`sandbox/executors/browser_task.py`)."""
+
+    kind: Literal["browse_task_start"] = "browse_task_start"
+    task_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$")
+    """`<benchmark>.<task>`, as BrowserGym names it without its `browsergym/` prefix."""
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+
+
+class BrowseTaskScoreAction(_Model):
+    """The score of the evaluation episode so far: its best reward, every reward, done."""
+
+    kind: Literal["browse_task_score"] = "browse_task_score"
+
+
 class CheckpointAction(_Model):
     """Record the workspace as it is now in its checkpoint store (`sandbox/checkpoints.py`)."""
 
@@ -163,6 +179,8 @@ Action = Annotated[
     | FileEditAction
     | IPythonAction
     | BrowseAction
+    | BrowseTaskStartAction
+    | BrowseTaskScoreAction
     | CheckpointAction
     | RestoreAction
     | McpListAction
@@ -221,6 +239,23 @@ class IPythonObservation(_Model):
     """The kernel's Python interpreter ("" from servers that do not say)."""
 
 
+class BrowseTaskState(_Model):
+    """Where an evaluation episode stands after a step: the step's reward, done, the task's
+    message, and its goal (text, and image artifact names)."""
+
+    task_id: str
+    goal: str = ""
+    goal_images: list[str] = Field(default_factory=list)
+    reward: float = 0.0
+    """This step's reward (0.0 for the page the episode starts on)."""
+    done: bool = False
+    """The task ended the episode: its score is final and further steps are refused."""
+    message: str = ""
+    """What the task said to the agent at this step, or why the episode ended."""
+    best_reward: float = 0.0
+    steps: int = 0
+
+
 class BrowseObservation(_Model):
     """The page after a browser action: URL, text, accessibility tree, screenshot artifact."""
 
@@ -236,6 +271,20 @@ class BrowseObservation(_Model):
     downloads: list[str] = Field(default_factory=list)
     """Files this action downloaded, as absolute paths in the workspace."""
     error: str | None = None
+    task: BrowseTaskState | None = None
+    """Set during an evaluation episode (`browse_task_start`)."""
+
+
+class BrowseTaskScoreObservation(_Model):
+    """An evaluation episode's score: the best reward of its steps (0.0 before any step)."""
+
+    kind: Literal["browse_task_score"] = "browse_task_score"
+    task_id: str
+    best_reward: float = 0.0
+    rewards: list[float] = Field(default_factory=list)
+    done: bool = False
+    steps: int = 0
+    content: str = ""
 
 
 class CheckpointObservation(_Model):
@@ -317,6 +366,7 @@ Observation = Annotated[
     | FileEditObservation
     | IPythonObservation
     | BrowseObservation
+    | BrowseTaskScoreObservation
     | CheckpointObservation
     | McpListObservation
     | McpCallObservation
@@ -408,6 +458,8 @@ ACTION_TYPES: tuple[type[BaseModel], ...] = (
     FileEditAction,
     IPythonAction,
     BrowseAction,
+    BrowseTaskStartAction,
+    BrowseTaskScoreAction,
     CheckpointAction,
     RestoreAction,
     McpListAction,

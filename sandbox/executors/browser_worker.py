@@ -1,7 +1,10 @@
 """The browser's own process: BrowserGym's open-ended environment on Debian's Chromium.
 
-Run as `python -m sandbox.executors.browser_worker ARTIFACTS WORKSPACE`. It reads one JSON
-request per line on stdin (`{"action": "goto('...')"}`) and answers one JSON line on stdout.
+Run as `python -m sandbox.executors.browser_worker ARTIFACTS WORKSPACE [--task]`. It reads one
+JSON request per line on stdin (`{"action": "goto('...')"}`, or `{"task_start": "miniwob.
+click-test", "seed": 1}` to run an evaluation task instead: `browser_task.py`; `--task` skips
+opening the blank page first) and answers one JSON line on stdout; a task's steps also answer
+their `task`: reward, done and the task's message.
 Playwright's sync API lives here, away from the server's event loop, and a crash or a hung
 page takes down only this process. Each answer names the screenshot file and the files the
 action downloaded into the workspace (never over an existing file).
@@ -9,6 +12,7 @@ action downloaded into the workspace (never over an existing file).
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import json
@@ -17,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from sandbox.executors.browser_task import TaskUnavailable
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -75,7 +81,7 @@ def _launch_with_our_chromium(pw: Any, executable: str) -> None:
 class BrowserSession:
     """One BrowserGym environment, stepped with action strings."""
 
-    def __init__(self, artifacts: Path, workspace: Path) -> None:
+    def __init__(self, artifacts: Path, workspace: Path, open_ended: bool = True) -> None:
         import browsergym.core
         import browsergym.core.env as bg_env
         from browsergym.core.action.highlevel import HighLevelActionSet
@@ -94,6 +100,11 @@ class BrowserSession:
         browsergym.core._set_global_playwright(self._pw)
         bg_env.Chat = _TextChat
         self.action_set = HighLevelActionSet(subsets=["chat", "bid", "nav", "tab"], strict=False)
+        self.task_id = ""
+        """The evaluation task this browser runs (`start_task`), or "" for the open web."""
+        self.env: Any = None
+        if not open_ended:
+            return
         self.env = bg_env.BrowserEnv(
             task_entrypoint=browsergym.core.OpenEndedTask,
             task_kwargs={"start_url": "about:blank"},
@@ -105,8 +116,35 @@ class BrowserSession:
             pw_context_kwargs={"accept_downloads": True},
         )
         self.env.reset()
+        self._watch_pages()
+
+    def _watch_pages(self) -> None:
         self.env.context.on("page", self._watch_downloads)
         self._watch_downloads(self.env.page)
+
+    def start_task(self, task_id: str, seed: int | None) -> dict[str, Any]:
+        """Replace the environment with BrowserGym's for `task_id`, reset with `seed`: the
+        first page, the goal's text and its image artifacts."""
+        from browsergym.utils.obs import flatten_axtree_to_str
+
+        from sandbox.executors.browser_task import goal_parts, make_task_env
+
+        self._close_env()
+        self.task_id = ""
+        self.env = make_task_env(
+            task_id, self.action_set.to_python_code, pw_context_kwargs={"accept_downloads": True}
+        )
+        try:
+            obs, _info = self.env.reset(seed=seed)
+        except BaseException:
+            self._close_env()
+            raise
+        self.task_id = task_id
+        self._watch_pages()
+        save = functools.partial(self._save_image, kind="goal")
+        goal, images = goal_parts(obs.get("goal_object") or (), save)
+        answer = self._describe(obs, flatten_axtree_to_str(obs["axtree_object"]))
+        return {**answer, "goal": goal or str(obs.get("goal", "")), "goal_images": images}
 
     def _watch_downloads(self, page: Any) -> None:
         page.on("download", self._save_download)
@@ -124,16 +162,29 @@ class BrowserSession:
         """Run one action string and describe the page after it."""
         from browsergym.utils.obs import flatten_axtree_to_str
 
+        if self.env is None:
+            raise RuntimeError("no page is open: the evaluation task did not start")
         self._downloads = []
-        obs, _reward, _done, _truncated, _info = self.env.step(action)
+        said = len(self.env.chat.messages)
+        obs, reward, done, truncated, info = self.env.step(action)
         deadline = time.monotonic() + DOWNLOAD_WAIT_S
         while self._saving and time.monotonic() < deadline:
             try:
                 self.env.page.wait_for_timeout(50)  # a Playwright call: the saving handler runs
             except Exception:  # the page closed meanwhile; what was saved is reported
                 break
+        answer = self._describe(obs, flatten_axtree_to_str(obs["axtree_object"]))
+        if self.task_id:
+            from sandbox.executors.browser_task import task_message
+
+            message = task_message(self.env.chat.messages, said, info.get("task_info") or {})
+            task = {"reward": float(reward), "done": bool(done or truncated), "message": message}
+            answer["task"] = task
+        return answer
+
+    def _describe(self, obs: dict[str, Any], axtree: str) -> dict[str, Any]:
+        """The page as the executor answers it: URL, title, text, tree, screenshot, downloads."""
         screenshot = self._save_screenshot(obs.get("screenshot"))
-        axtree = flatten_axtree_to_str(obs["axtree_object"])
         try:
             text = self.env.page.inner_text("body", timeout=2_000)
         except Exception:  # a page without a body (a PDF, about:blank) has no text to give
@@ -156,16 +207,24 @@ class BrowserSession:
             return None
         from PIL import Image
 
-        name = f"browser-{os.getpid()}-{next(self._names)}.png"
         buffer = io.BytesIO()
         Image.fromarray(pixels).save(buffer, format="PNG")
-        (self.artifacts / name).write_bytes(buffer.getvalue())
+        return self._save_image(buffer.getvalue(), "png")
+
+    def _save_image(self, data: bytes, extension: str, kind: str = "browser") -> str:
+        name = f"{kind}-{os.getpid()}-{next(self._names)}.{extension}"
+        (self.artifacts / name).write_bytes(data)
         return name
+
+    def _close_env(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            env.close()
 
     def close(self) -> None:
         """Close the environment and Playwright."""
         try:
-            self.env.close()
+            self._close_env()
         finally:
             self._pw.stop()
 
@@ -195,7 +254,7 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing else may write on the answer channel
     try:
-        session = BrowserSession(artifacts, workspace)
+        session = BrowserSession(artifacts, workspace, open_ended="--task" not in argv[2:])
     except Exception as exc:
         out.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
         out.flush()
@@ -206,7 +265,12 @@ def main(argv: list[str]) -> int:
         for line in sys.stdin:
             request = json.loads(line)
             try:
-                answer = session.step(request["action"])
+                if "task_start" in request:
+                    answer = session.start_task(request["task_start"], request.get("seed"))
+                else:
+                    answer = session.step(request["action"])
+            except TaskUnavailable as exc:
+                answer = {"task_error": str(exc), "error_kind": exc.error_kind}
             except Exception as exc:
                 answer = {"fatal": f"{type(exc).__name__}: {exc}"}
             out.write(json.dumps(answer) + "\n")

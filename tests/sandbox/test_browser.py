@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -193,3 +194,18 @@ def test_close_leaves_no_process(tmp_path: Path, site: str) -> None:
         alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         time.sleep(0.1)
     assert not alive
+
+
+def test_a_long_temp_dir_path_still_starts_chromium(
+    tmp_path: Path, site: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chromium aborts when its singleton socket's path passes 107 characters: a temp dir
+    with a long path (a test's, an eval trial's) must not keep the browser from starting."""
+    deep = tmp_path / ("long-temp-dir-" * 4)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    executor = BrowserExecutor(ExecutorContext(workspace=tmp_path, artifacts=tmp_path))
+    try:
+        assert browse(executor, f'goto("{site}/index.html")').title == "Test page"
+    finally:
+        executor.close()

@@ -12,6 +12,10 @@ from sandbox.protocol import (
     ACTION_TYPES,
     BrowseAction,
     BrowseObservation,
+    BrowseTaskScoreAction,
+    BrowseTaskScoreObservation,
+    BrowseTaskStartAction,
+    BrowseTaskState,
     CheckpointAction,
     CheckpointObservation,
     CmdOutputObservation,
@@ -52,6 +56,8 @@ ACTIONS: list[pydantic.BaseModel] = [
     FileEditAction(command="undo_edit", path="/w/a.py"),
     IPythonAction(code="import os\nprint(os.getcwd())", timeout=30),
     BrowseAction(action='goto("http://127.0.0.1:8000")'),
+    BrowseTaskStartAction(task_id="miniwob.click-test", seed=7),
+    BrowseTaskScoreAction(),
     CheckpointAction(label="3", max_file_bytes=1000, ignore=["node_modules/"]),
     RestoreAction(commit="0123456789abcdef0123456789abcdef01234567"),
     McpListAction(
@@ -76,6 +82,22 @@ OBSERVATIONS: list[pydantic.BaseModel] = [
     FileEditObservation(command="str_replace", path="/w/a.py", content="ok", diff="-x\n+y\n"),
     IPythonObservation(code="1/0", content="ZeroDivisionError", images=["a.png"], error=True),
     BrowseObservation(action="noop()", url="about:blank", screenshot="s.png", error=None),
+    BrowseObservation(
+        action='click("13")',
+        task=BrowseTaskState(
+            task_id="miniwob.click-test",
+            goal="Click the button.",
+            goal_images=["goal-1-2.png"],
+            reward=1.0,
+            done=True,
+            message="done",
+            best_reward=1.0,
+            steps=1,
+        ),
+    ),
+    BrowseTaskScoreObservation(
+        task_id="miniwob.click-test", best_reward=1.0, rewards=[0.0, 1.0], done=True, steps=2
+    ),
     CheckpointObservation(
         commit="a" * 40, added=["n"], changed=["c"], deleted=["d"], skipped=["big"], seconds=0.01
     ),
@@ -132,6 +154,7 @@ def test_every_model_is_covered() -> None:
     """A model added to protocol.py must get a round trip here."""
     covered = {type(m) for m in ACTIONS + OBSERVATIONS + EVENTS} | {ServerInfo, FileEntry}
     covered |= {McpServerSpec, McpServerState, McpToolInfo, McpBind}  # inside the ones above
+    covered |= {BrowseTaskState}
     defined = {
         obj
         for _, obj in inspect.getmembers(protocol, inspect.isclass)
@@ -150,6 +173,8 @@ def test_unknown_kind_and_bad_fields_are_refused() -> None:
         parse_action({"kind": "run"})
     with pytest.raises(pydantic.ValidationError, match="extra"):
         parse_action({"kind": "run", "command": "ls", "surprise": 1})
+    with pytest.raises(pydantic.ValidationError, match="task_id"):
+        parse_action({"kind": "browse_task_start", "task_id": "click-test"})  # no benchmark
     with pytest.raises(pydantic.ValidationError, match="view_range"):
         parse_action({"kind": "edit", "command": "view", "path": "/w", "view_range": "1-3"})
     with pytest.raises(pydantic.ValidationError):

@@ -418,6 +418,8 @@ class Controller(EventHub):
             observation = self.net_gate.annotate(event, observation)
         await self._keep_images(observation)
         self._observe(event, observation)
+        if (ends := tool.ends_run_after(observation)) is not None:
+            raise _Stop(*ends)
 
     async def _keep_images(self, observation: AnyObservation) -> None:
         """Copy the images an observation names into the session folder, so a reopened

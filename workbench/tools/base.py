@@ -167,6 +167,11 @@ class Tool(Generic[A, Obs]):
         """The status and message the run ends with when this action is taken, else None."""
         return None
 
+    def ends_run_after(self, observation: Any) -> tuple[Status, str] | None:
+        """The status and message the run ends with once this action's result is seen (an
+        evaluation task that ended its episode), else None."""
+        return None
+
     # ------------------------------------------------------------------ results
 
     def observation_text(self, observation: Obs) -> str:

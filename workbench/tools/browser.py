@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sandbox.protocol import BrowseAction, BrowseObservation
+from sandbox.protocol import BrowseAction, BrowseObservation, BrowseTaskState
 from workbench.display import Cell, first_line
 from workbench.security.analyzer import Assessment, analyze_browse
 from workbench.tools.base import ParseOptions, RuleSubject, Tool
+
+if TYPE_CHECKING:
+    from workbench.exit_codes import Status
 
 
 class BrowserTool(Tool[BrowseAction, BrowseObservation]):
@@ -50,6 +53,7 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
         obs = observation
         files = [f"[screenshot saved: {obs.screenshot_path}]"] if obs.screenshot_path else []
         files += [f"[downloaded: {path}]" for path in obs.downloads]
+        files += [task_line(obs.task)] if obs.task else []
         if obs.error:
             return "\n".join([f"[browser error] {obs.error}\nURL: {obs.url}", *files])
         text = (
@@ -68,7 +72,17 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
             kept = files / obs.screenshot if files else obs.screenshot_path or obs.screenshot
             lines.append(f"[screenshot: {kept}]")
         lines += [f"[downloaded: {path}]" for path in obs.downloads]
+        lines += [task_line(obs.task)] if obs.task else []
         return "\n".join(line for line in lines if line)
+
+    def ends_run_after(self, observation: Any) -> tuple[Status, str] | None:
+        """An evaluation task that ended its episode ends the run: `success` when it scored
+        above 0, else `gave_up` (the verifier reads the score itself)."""
+        task = getattr(observation, "task", None)
+        if not isinstance(task, BrowseTaskState) or not task.done:
+            return None
+        why = f"the task '{task.task_id}' ended its episode (best reward {task.best_reward:g})"
+        return ("success" if task.best_reward > 0 else "gave_up"), why
 
     def failed(self, observation: BrowseObservation) -> bool:
         """The browser reported an error."""
@@ -102,4 +116,17 @@ class BrowserTool(Tool[BrowseAction, BrowseObservation]):
         title = f"{obs.title or obs.url} {obs.url}".strip()
         shot = " · screenshot" if obs.screenshot else ""
         summary = f"✓ {obs.title} · {obs.url}" if obs.title else f"✓ {obs.url}"
+        if obs.task:
+            shot += f" · reward {obs.task.reward:g}" + (" · task done" if obs.task.done else "")
         return Cell(key, "observation", "@", title, obs.content, "text", summary=summary + shot)
+
+
+def task_line(task: BrowseTaskState) -> str:
+    """The evaluation task's word on a step: its reward, its message, whether it is over."""
+    said = f" The task says: {task.message}" if task.message else ""
+    if task.done:
+        return (
+            f"[task {task.task_id}: reward {task.reward:g} for this step.{said} The task is "
+            f"complete: its episode is over (score {task.best_reward:g}). Call finish now.]"
+        )
+    return f"[task {task.task_id}: reward {task.reward:g} for this step; not done yet.{said}]"
