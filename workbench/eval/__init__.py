@@ -1,0 +1,1 @@
+"""Evaluation: datasets of tasks run as trials in fresh sandboxes, scored by verifiers"""
