@@ -18,14 +18,13 @@ The written file validates, or `AtifError` says why (a bug here, never the agent
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from workbench.agent.messages import observation_text, tool_arguments
 from workbench.eval.atif_schema import CURRENT_VERSION, validate
+from workbench.eval.results import atomic_write_text
 from workbench.events import (
     ActionEvent,
     AgentErrorEvent,
@@ -78,18 +77,6 @@ def write_trajectory(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return doc
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def trajectory(
