@@ -16,63 +16,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from workbench.eval.results import summarize, write_results
-from workbench.safe_text import one_line
+from workbench.eval.table import (
+    HEADERS,
+    clip,
+    fmt_fraction,
+    fmt_seconds,
+    fmt_tokens,
+    table_row,
+    task_cells,
+)
 
-TASK_WIDTH = 32
 MAX_ERRORS_SHOWN = 10
-
-
-def _fraction(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _tokens(count: int) -> str:
-    if count >= 1_000_000:
-        return f"{count / 1_000_000:.1f}M"
-    if count >= 10_000:
-        return f"{count / 1000:.0f}k"
-    return str(count)
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}s" if value >= 10 else f"{value:.1f}s"
-
-
-def _clip(text: str, width: int) -> str:
-    text = one_line(text)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _row(cells: list[str], widths: list[int]) -> str:
-    first = cells[0].ljust(widths[0])
-    rest = [cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True)]
-    return "  ".join([first, *rest]).rstrip()
-
-
-HEADERS = ["task", "tries", "reward", "pass@1", "pass@n", "err", "t/o", "tokens", "cost", "agent"]
-
-
-def task_cells(name: str, entry: dict[str, Any]) -> list[str]:
-    """One task's row, as text cells in `HEADERS` order."""
-    passes = entry["pass_at_k"]
-    last = passes[str(len(passes))] if passes else None
-    timeouts = sum(entry["timeouts"].values())
-    tokens = entry["tokens"]["prompt"] + entry["tokens"]["completion"]
-    unfinished = f"+{entry['unfinished']}" if entry["unfinished"] else ""
-    return [
-        _clip(name, TASK_WIDTH),
-        f"{entry['attempts']}{unfinished}",
-        _fraction(entry["reward"]),
-        _fraction(passes.get("1")),
-        _fraction(last),
-        str(entry["errors"]) if entry["errors"] else "-",
-        str(timeouts) if timeouts else "-",
-        _tokens(tokens),
-        f"${entry['cost_usd']:.4f}",
-        _seconds(entry["seconds_mean"]["agent"]),
-    ]
 
 
 def render_table(results: dict[str, Any]) -> str:
@@ -85,35 +39,35 @@ def render_table(results: dict[str, Any]) -> str:
     total_row = [
         f"all {totals['tasks']} task{'' if totals['tasks'] == 1 else 's'}",
         f"{totals['finished']}{unfinished}",
-        _fraction(totals["reward"]),
-        _fraction(totals["pass_at_1"]),
+        fmt_fraction(totals["reward"]),
+        fmt_fraction(totals["pass_at_1"]),
         "",
         str(totals["errors"]) if totals["errors"] else "-",
         str(timeouts) if timeouts else "-",
-        _tokens(tokens),
+        fmt_tokens(tokens),
         f"${totals['cost_usd']:.4f}",
-        _seconds(totals["seconds"]["total"]),
+        fmt_seconds(totals["seconds"]["total"]),
     ]
     widths = [max(len(row[i]) for row in [HEADERS, *rows, total_row]) for i in range(len(HEADERS))]
-    lines = [_row(HEADERS, widths), _row(["-" * w for w in widths], widths)]
-    lines += [_row(row, widths) for row in rows]
-    lines += [_row(["-" * w for w in widths], widths), _row(total_row, widths)]
+    lines = [table_row(HEADERS, widths), table_row(["-" * w for w in widths], widths)]
+    lines += [table_row(row, widths) for row in rows]
+    lines += [table_row(["-" * w for w in widths], widths), table_row(total_row, widths)]
     rate = totals["success_rate"]
     if rate is not None:
         lines.append(
             f"success: {totals['successes']}/{totals['scored']} scored trials "
-            f"({rate:.0%}); time: {_seconds(totals['seconds']['total'])} of trials in all "
+            f"({rate:.0%}); time: {fmt_seconds(totals['seconds']['total'])} of trials in all "
             "(the last column is the agent's mean per trial; in the totals, all time)"
         )
     errors = [
         (tid, text) for e in results["tasks"].values() for tid, text in e["error_messages"].items()
     ]
     for trial_id, text in errors[:MAX_ERRORS_SHOWN]:
-        lines.append(f"error {_clip(trial_id, 60)}: {_clip(text, 200)}")
+        lines.append(f"error {clip(trial_id, 60)}: {clip(text, 200)}")
     if len(errors) > MAX_ERRORS_SHOWN:
         lines.append(f"... and {len(errors) - MAX_ERRORS_SHOWN} more errors (see results.json)")
     for bad in results.get("unreadable", []):
-        lines.append(f"unreadable {_clip(bad['trial_id'], 60)}: {_clip(bad['why'], 200)}")
+        lines.append(f"unreadable {clip(bad['trial_id'], 60)}: {clip(bad['why'], 200)}")
     return "\n".join(lines)
 
 

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from workbench.eval.report import HEADERS, task_cells
 from workbench.eval.results import atomic_write_text
+from workbench.eval.table import HEADERS, task_cells
 
 BAR_HEIGHT = 22
 LABEL_WIDTH = 260
