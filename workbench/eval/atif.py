@@ -1,6 +1,6 @@
 """Our session log -> an ATIF v1.8 trajectory (Harbor's `trajectory.json`).
 
-How events become steps (`atif_schema` checks the result; `docs/eval.md` has the table):
+How events become steps (`atif_schema` checks the result):
 - a user message is a user step; a message workbench sent the model in the user's place (a
   nudge, a resume note, a stuck warning) is a user step too, marked `extra.origin`
   "workbench", since that is how the model read it;
@@ -11,13 +11,16 @@ How events become steps (`atif_schema` checks the result; `docs/eval.md` has the
 - confirmations, checkpoints and proxied hosts of an action go into its step's `extra`;
 - an error and a context condensation are system steps; the project instructions read, the
   final state and what could not be read from the log go into the root `extra` and `notes`;
-- steps copied from the session a resumed one continues are `is_copied_context`.
+- steps copied from the session a resumed one continues are `is_copied_context`;
+- an image the session kept (`<session id>.files/` beside the log) is an image content part of
+  its result, its path relative to the trajectory's folder.
 The written file validates, or `AtifError` says why (a bug here, never the agent's doing).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,11 +72,12 @@ def write_trajectory(
 ) -> dict[str, Any]:
     """Convert the session log to ATIF, write it to `out_path` (atomically) and return it;
     the version and model default to the log header's."""
-    doc = trajectory(read(Path(session_log_path)), agent_name, agent_version, model_name)
+    out_path = Path(out_path)
+    loaded = read(Path(session_log_path))
+    doc = trajectory(loaded, agent_name, agent_version, model_name, base=out_path.parent)
     errors = validate(doc)
     if errors:
         raise AtifError(f"the trajectory of {session_log_path} is not valid ATIF: {errors[:5]}")
-    out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return doc
@@ -84,10 +88,12 @@ def trajectory(
     agent_name: str = AGENT_NAME,
     agent_version: str | None = None,
     model_name: str | None = None,
+    base: Path | None = None,
 ) -> dict[str, Any]:
-    """The ATIF document of a session read back with `workbench.session_log.read`."""
+    """The ATIF document of a session read back with `workbench.session_log.read`; image
+    paths are relative to `base` (the trajectory's folder) when given, else absolute."""
     header = loaded.header
-    builder = _Builder(loaded)
+    builder = _Builder(loaded, base)
     for event in loaded.events:
         builder.add(event)
     steps = builder.finish()
@@ -122,8 +128,9 @@ def trajectory(
 class _Builder:
     """Walks the events once, keeping the open agent step and where each action went."""
 
-    def __init__(self, loaded: LoadedSession) -> None:
+    def __init__(self, loaded: LoadedSession, base: Path | None) -> None:
         self.loaded = loaded
+        self.base = base
         header = loaded.header
         self.copied_to = header.parent_event if header.parent_id else 0
         self.steps: list[dict[str, Any]] = []
@@ -274,7 +281,8 @@ class _Builder:
             path = self.files / Path(name).name
             media = _IMAGE_TYPES.get(path.suffix.lower())
             if media and path.is_file():
-                images.append({"type": "image", "source": {"media_type": media, "path": str(path)}})
+                shown = os.path.relpath(path, self.base) if self.base else str(path.resolve())
+                images.append({"type": "image", "source": {"media_type": media, "path": shown}})
         return [{"type": "text", "text": text}, *images] if images else text
 
     def _note(self, cause: int | None, key: str, value: dict[str, Any]) -> None:

@@ -258,3 +258,116 @@ def test_multimodal_audio_and_embedded_subagents_of_v1_8_validate(
     assert any("'sub-1' is not unique" in e for e in validate(doc))
     step["observation"]["results"][0]["subagent_trajectory_ref"] = [{"trajectory_id": "nope"}]
     assert any("names no embedded subagent" in e for e in validate(doc))
+
+
+def test_the_rarer_events_land_where_they_belong(tmp_path: Path) -> None:
+    """A resumed session written with the real SessionLog: copied history, instructions,
+    a refused action, a kept image, a retry, a proxied host, a condensation and an error."""
+    from sandbox.protocol import CmdRunAction, IPythonAction, IPythonObservation
+    from workbench.events import (
+        ActionEvent,
+        CondensationEvent,
+        ConfirmationDecisionEvent,
+        ConfirmationRequestEvent,
+        ErrorEvent,
+        InstructionsEvent,
+        LLMCallEvent,
+        LLMRetryEvent,
+        MessageEvent,
+        NetworkEvent,
+        ObservationEvent,
+        RejectedObservation,
+    )
+    from workbench.session_log import SessionLog, make_header
+
+    header = make_header("20261126-000000-abcdef", "/ws", "m", parent_id="p", parent_event=3)
+    log = SessionLog.create(tmp_path / "sessions", header)
+    log.write_payload("plot.png", b"\x89PNG\r\n\x1a\n")
+
+    def call(id: int) -> LLMCallEvent:
+        return LLMCallEvent(
+            id=id, model="m", prompt_tokens=10, completion_tokens=2, cost=0.5, latency_ms=5
+        )
+
+    events = [
+        MessageEvent(id=1, source="user", text="old task"),
+        call(2),
+        MessageEvent(id=3, source="agent", text="old answer"),
+        InstructionsEvent(id=4, files=["AGENTS.md"], chars=10),
+        MessageEvent(id=5, source="environment", text="(resumed)"),
+        LLMRetryEvent(id=6, model="m", retry=1, wait_s=0.1, error_kind="rate_limit", message="429"),
+        call(7),
+        ActionEvent(
+            id=8,
+            tool_name="execute_bash",
+            tool_call_id="c1",
+            action=CmdRunAction(command="rm -rf /"),
+        ),
+        ConfirmationRequestEvent(id=9, cause=8, risk="HIGH", reason="deletes everything"),
+        ConfirmationDecisionEvent(id=10, cause=8, approved=False, rule="--on-confirm reject"),
+        ObservationEvent(
+            id=11, cause=8, tool_call_id="c1", observation=RejectedObservation(content="refused")
+        ),
+        call(12),
+        ActionEvent(
+            id=13,
+            tool_name="execute_ipython_cell",
+            tool_call_id="c2",
+            action=IPythonAction(code="plot()"),
+        ),
+        NetworkEvent(id=14, cause=13, host="pypi.org", port=443, allowed=True, rule="net:pypi.org"),
+        ObservationEvent(
+            id=15,
+            cause=13,
+            tool_call_id="c2",
+            observation=IPythonObservation(code="plot()", content="", images=["plot.png"]),
+        ),
+        CondensationEvent(
+            id=16,
+            reason="threshold",
+            summary="so far: a plot",
+            tokens_before=9,
+            tokens_after=3,
+            window=8,
+            prompt_tokens=4,
+            completion_tokens=1,
+            cost=0.25,
+        ),
+        ErrorEvent(id=17, error_kind="llm_auth", message="bad key"),
+    ]
+    for event in events:
+        log.append(event)
+    log.close()
+    out = tmp_path / "trial" / "trajectory.json"
+    doc = write_trajectory(log.path, out)
+    assert validate(doc) == []
+    steps = doc["steps"]
+    assert [s["source"] for s in steps] == [
+        "user",
+        "agent",
+        "user",
+        "agent",
+        "agent",
+        "system",
+        "system",
+    ]
+    assert [s.get("is_copied_context", False) for s in steps[:3]] == [True, True, False]
+    assert steps[2]["extra"] == {"origin": "workbench"}
+    refused = steps[3]
+    assert refused["extra"]["confirmations"] == [
+        {"asked": True, "risk": "HIGH", "reason": "deletes everything"},
+        {"approved": False, "rule": "--on-confirm reject", "reason": ""},
+    ]
+    assert refused["observation"]["results"] == [{"content": "refused", "source_call_id": "c1"}]
+    image_step = steps[4]
+    assert image_step["extra"]["network"][0]["host"] == "pypi.org"
+    content = image_step["observation"]["results"][0]["content"]
+    assert content[1]["source"]["media_type"] == "image/png"
+    assert (out.parent / content[1]["source"]["path"]).resolve() == log.payload_dir / "plot.png"
+    assert steps[5]["observation"]["results"][0]["content"] == "so far: a plot"
+    assert steps[6]["message"] == "error (llm_auth): bad key"
+    final = doc["final_metrics"]
+    assert (final["total_prompt_tokens"], final["total_cost_usd"]) == (34, 1.75)
+    assert final["extra"] == {"llm_calls": 3, "llm_retries": 1}
+    assert doc["extra"]["instruction_files"] == ["AGENTS.md"]
+    assert doc["extra"]["parent_session_id"] == "p"

@@ -102,7 +102,9 @@ class ReadOnlyConversation(ConversationView):
 
     def action_branch_here(self) -> None:
         """Say how to continue the trial instead (it is someone else's finished session)."""
-        self.notify("A trial is read-only here: `workbench replay LOG --continue-from N`.")
+        self.notify(
+            "A trial is read-only here: `workbench replay LOG --continue-from N`.", markup=False
+        )
 
     def action_rewind_here(self) -> None:
         """See `action_branch_here`."""
@@ -265,7 +267,7 @@ class EvalRunScreen(Screen[None]):
             self.last_notice = (
                 f"{one_line(trial.trial_id)} {why.get(trial.state, 'left no session log')}."
             )
-            self.notify(self.last_notice, severity="warning")
+            self.notify(self.last_notice, severity="warning", markup=False)
             return
         self.app.push_screen(TrialConversationScreen(trial, log))
 
