@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -41,6 +41,9 @@ COLUMNS = (("try", 5), ("state", 9), ("reward", 6), ("cost", 8), ("time", 7))
 CELL_PADDING = 2
 """DataTable pads each cell by one column on both sides."""
 HINT = "enter open the trial's conversation · r refresh · q quit"
+CONVERSATION_HINT = "j/k move · ⏎ expand · c copy · e edit · esc back to the trials"
+MAX_TASK_WIDTH = 64
+"""On a wide terminal the task column stops here, keeping the figures near the names."""
 
 
 def _seconds(value: float | None) -> str:
@@ -78,27 +81,32 @@ def trial_cells(trial: Trial, task_width: int, now: float | None = None) -> list
     ]
 
 
-def summary_text(out_dir: Path, trials: list[Trial], unreadable: int) -> Text:
-    """The line above the table: the folder, the counts by state, success and cost so far."""
+def summary_text(trials: list[Trial], unreadable: int) -> Text:
+    """The line above the table: the counts by state, success and cost so far."""
     counts = {state: sum(t.state == state for t in trials) for state in STATE_STYLE}
     scored = [t for t in trials if t.state == "done" and t.reward is not None]
     wins = sum(t.reward is not None and t.reward >= 1.0 for t in scored)
     cost = sum(t.cost_usd for t in trials)
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{out_dir}", "bold")
     for state, count in counts.items():
         if count:
-            text.append(f"  {count} {state}", STATE_STYLE[state])
-    text.append(f"  success {wins}/{len(scored)}  ${cost:.4f}")
+            text.append(f"{count} {state}  ", STATE_STYLE[state])
     if unreadable:
-        text.append(f"  {unreadable} unreadable", "bold red")
+        text.append(f"{unreadable} unreadable  ", "bold red")
     if not trials and not unreadable:
-        text.append("  (no trial yet)", "dim")
+        text.append("no trial yet  ", "dim")
+    text.append(f"success {wins}/{len(scored)}  ${cost:.4f}")
     return text
 
 
 class ReadOnlyConversation(ConversationView):
     """The conversation pane for a finished trial: no branching or rewinding from here."""
+
+    def on_focus(self, event: events.Focus) -> None:
+        """Say in the border which keys act here (no typing, branching or rewinding)."""
+        event.prevent_default()  # the base classes' handlers would put their own hint there
+        self.border_subtitle = CONVERSATION_HINT
+        self.refresh()  # the cursor row looks different while focused
 
     def action_branch_here(self) -> None:
         """Say how to continue the trial instead (it is someone else's finished session)."""
@@ -166,7 +174,11 @@ class EvalRunScreen(Screen[None]):
     DEFAULT_CSS = """
     EvalRunScreen #eval-summary { height: 1; padding: 0 1; }
     EvalRunScreen #eval-hint { height: 1; padding: 0 1; color: $text-muted; }
-    EvalRunScreen DataTable { height: 1fr; border: round $wb-border; }
+    EvalRunScreen DataTable {
+        height: 1fr;
+        border: round $wb-border;
+        border-title-color: $text-muted;
+    }
     EvalRunScreen DataTable:focus { border: round $primary; }
     """
 
@@ -191,7 +203,9 @@ class EvalRunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Read the folder now and then every `poll_s` seconds."""
-        self.query_one(DataTable).focus()
+        table: DataTable[Text] = self.query_one(DataTable)
+        table.border_title = Text(f"trials · {self.out_dir}")  # a path, not markup
+        table.focus()
         self.action_refresh()
         self.set_interval(self.poll_s, self.action_refresh)
 
@@ -208,7 +222,7 @@ class EvalRunScreen(Screen[None]):
         """(Re)make the columns when the width changed; True when the table was rebuilt."""
         fixed = sum(width + CELL_PADDING for _, width in COLUMNS)
         room = self.size.width - 2 - 1 - CELL_PADDING  # border, scrollbar, the task's padding
-        width = max(8, room - fixed)
+        width = min(MAX_TASK_WIDTH, max(8, room - fixed))
         if width == self._task_width and table.columns:
             return False
         self._task_width = width
@@ -240,9 +254,7 @@ class EvalRunScreen(Screen[None]):
                         table.update_cell(trial.trial_id, key, cell)
         self.trials = {t.trial_id: t for t in trials}
         self.unreadable = unreadable
-        self.query_one("#eval-summary", Static).update(
-            summary_text(self.out_dir, trials, unreadable)
-        )
+        self.query_one("#eval-summary", Static).update(summary_text(trials, unreadable))
         self.polls += 1
 
     def _cursor_trial(self, table: DataTable[Text]) -> str | None:
