@@ -141,16 +141,39 @@ def planned_trials(out_dir: Path) -> list[str]:
     return ids
 
 
-def scan(out_dir: Path) -> tuple[list[Trial], list[dict[str, str]]]:
+TrialCache = dict[Path, tuple[tuple[int, int], Trial]]
+"""Finished trials already read, by folder, with their trial.json's (mtime, size)."""
+
+
+def _read_cached(folder: Path, cache: TrialCache | None) -> Trial:
+    if cache is None:
+        return read_trial(folder)
+    try:
+        info = (folder / "trial.json").stat()
+    except OSError:
+        return read_trial(folder)  # not finished (or gone): nothing to cache
+    stamp = (info.st_mtime_ns, info.st_size)
+    known = cache.get(folder)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    trial = read_trial(folder)
+    cache[folder] = (stamp, trial)
+    return trial
+
+
+def scan(
+    out_dir: Path, cache: TrialCache | None = None
+) -> tuple[list[Trial], list[dict[str, str]]]:
     """Every trial of the run (planned ones without a folder yet as "queued"), sorted by task
-    and attempt, and the trial.json files that could not be read."""
+    and attempt, and the trial.json files that could not be read. With a `cache` (kept by a
+    caller that scans again and again), an unchanged trial.json is not read twice."""
     trials: dict[str, Trial] = {}
     unreadable: list[dict[str, str]] = []
     root = Path(out_dir) / "trials"
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     for folder in folders:
         try:
-            trial = read_trial(folder)
+            trial = _read_cached(folder, cache)
         except ValueError as exc:
             unreadable.append({"trial_id": folder.name, "why": str(exc)})
             continue

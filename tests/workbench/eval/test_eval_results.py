@@ -146,3 +146,13 @@ def test_report_command(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     not_a_run = parser.parse_args(["report", str(tmp_path / "nothing")])
     assert main_report(not_a_run) == 2
     assert "is not an eval run" in capsys.readouterr().err
+
+
+def test_a_cached_scan_sees_a_trial_run_again(out: Path) -> None:
+    cache: dict = {}  # type: ignore[type-arg]
+    first = {t.trial_id: t.state for t in scan(out, cache)[0]}
+    assert first["beta__2"] == "error" and cache
+    write_trial(out, "beta", 2, reward=1.0)  # --retry-errors ran it again
+    again = {t.trial_id: (t.state, t.reward) for t in scan(out, cache)[0]}
+    assert again["beta__2"] == ("done", 1.0)
+    assert again["alpha__1"] == ("done", 1.0)

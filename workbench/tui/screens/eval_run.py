@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from workbench.eval.results import Trial, scan
+from workbench.eval.results import Trial, TrialCache, scan
 from workbench.safe_text import one_line
 from workbench.session_log import SessionLogError, read
 from workbench.tui import themes as theme_files
@@ -191,6 +191,7 @@ class EvalRunScreen(Screen[None]):
         self.polls = 0
         """How many scans have been shown (tests wait on it)."""
         self._task_width = 0
+        self._cache: TrialCache = {}
         self.last_notice = ""
         """The last thing said in a notification (why a trial cannot be opened)."""
 
@@ -215,7 +216,7 @@ class EvalRunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="eval-scan")
     def _scan(self) -> None:
-        trials, unreadable = scan(self.out_dir)
+        trials, unreadable = scan(self.out_dir, self._cache)
         self.app.call_from_thread(self._show, trials, len(unreadable))
 
     def _fit_columns(self, table: DataTable[Text]) -> bool:
