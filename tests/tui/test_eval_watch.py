@@ -14,7 +14,7 @@ from eval_fixtures import run_real_session, write_trial
 from pilot_wait import waiter
 from textual.widgets import DataTable
 
-from workbench.eval.watch import main_watch
+from workbench.eval.watch import main_watch, watch_command
 from workbench.tui.screens.eval_run import (
     EvalRunScreen,
     EvalWatchApp,
@@ -81,10 +81,13 @@ async def test_trials_appear_finish_and_open(
             assert task_cell.plain == LONG
         assert table.get_cell(f"{MARKUP}__1", "task").plain == MARKUP  # shown, not applied
         assert table.get_cell("alpha__1", "cost").plain == "$0.0123"
-        # a trial starts: its folder appears; then it ends in an error
-        write_trial(out, "alpha", 2, finished=False)
+        # a trial starts (the driver marks it), is written aside, then lands as an error
+        marker = out / "trials" / ".alpha__2.running"
+        marker.touch()
         await _until(pilot, lambda: _states(app).get("alpha__2") == "running", "alpha__2 running")
-        write_trial(out, "alpha", 2, status="error", error="sandbox failed")
+        partial = write_trial(out / "partial", "alpha", 2, status="error", error="sandbox failed")
+        partial.rename(out / "trials" / "alpha__2")
+        marker.unlink()
         await _until(pilot, lambda: _states(app).get("alpha__2") == "error", "alpha__2 error")
         summary = _screen(app).query_one("#eval-summary").render()
         assert "1 error" in str(summary) and "success 1/2" in str(summary)
@@ -109,3 +112,4 @@ async def test_trials_appear_finish_and_open(
 def test_watch_refuses_a_folder_that_is_not_there(tmp_path: Path) -> None:
     args = argparse.Namespace(dir=tmp_path / "missing", poll=1.0)
     assert main_watch(args) == 2
+    assert watch_command([str(tmp_path), "--poll", "0"]) == 2

@@ -93,6 +93,13 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def report_command(argv: list[str]) -> int:
+    """`workbench eval report ARGS...` from its own argument list (for `eval_cli`)."""
+    parser = argparse.ArgumentParser(prog="workbench eval")
+    add_report_parser(parser.add_subparsers())
+    return main_report(parser.parse_args(["report", *argv]))
+
+
 def main_report(args: argparse.Namespace) -> int:
     """Run `workbench eval report`; the exit code (2 when DIR is not an eval run)."""
     out_dir: Path = args.dir

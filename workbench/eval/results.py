@@ -1,7 +1,8 @@
 """An eval run's results: every finished trial read back from `OUT/trials/*/trial.json`,
 summed up per task and for the run, written to `OUT/results.json`.
 
-A trial folder without `trial.json` is unfinished (running, or cut off by a crash); one whose
+A trial folder without `trial.json` is unfinished (running, or cut off by a crash), and so
+is a trial the driver marks in flight (`.<id>.running`, `.<id>.partial-<pid>`); one whose
 `trial.json` cannot be read is listed under `unreadable` with why, never silently dropped.
 Rewards count only for trials that ran to a score (`status` "done"): an infrastructure error
 is an error, not a zero. A trial succeeds when its reward reaches `SUCCESS_REWARD`; pass@k is
@@ -126,19 +127,39 @@ def read_trial(folder: Path) -> Trial:
 
 
 def planned_trials(out_dir: Path) -> list[str]:
-    """The trial ids `OUT/run.json` says the run will make (`"trials"`: ids, or objects with
-    a `trial_id`); [] when it does not say."""
+    """The trial ids `OUT/run.json` says the run will make: its `"trials"` (ids, or objects
+    with a `trial_id`), else each of its `"tasks"` times its `"attempts"`; [] when it says
+    neither."""
     try:
         run = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return []
-    listed = run.get("trials") if isinstance(run, dict) else None
+    if not isinstance(run, dict):
+        return []
+    listed, tasks, attempts = run.get("trials"), run.get("tasks"), run.get("attempts")
     ids = []
-    for item in listed if isinstance(listed, list) else []:
-        trial_id = item.get("trial_id") if isinstance(item, dict) else item
-        if isinstance(trial_id, str) and trial_id:
-            ids.append(trial_id)
+    if isinstance(listed, list):
+        for item in listed:
+            trial_id = item.get("trial_id") if isinstance(item, dict) else item
+            if isinstance(trial_id, str) and trial_id:
+                ids.append(trial_id)
+    elif isinstance(tasks, list) and isinstance(attempts, int) and not isinstance(attempts, bool):
+        names = [task for task in tasks if isinstance(task, str) and task]
+        ids = [f"{task}__{attempt}" for task in names for attempt in range(1, attempts + 1)]
     return ids
+
+
+def _in_flight(root: Path) -> set[str]:
+    """Trials the driver is running or writing, from the hidden entries of `OUT/trials/`:
+    `.<id>.running` (a trial started) and `.<id>.partial-<pid>` (its folder being written)."""
+    names: set[str] = set()
+    for entry in root.glob(".*") if root.is_dir() else []:
+        name = entry.name[1:]
+        if name.endswith(".running"):
+            names.add(name.removesuffix(".running"))
+        elif ".partial-" in name:
+            names.add(name.rpartition(".partial-")[0])
+    return names
 
 
 TrialCache = dict[Path, tuple[tuple[int, int], Trial]]
@@ -172,16 +193,21 @@ def scan(
     root = Path(out_dir) / "trials"
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     for folder in folders:
+        if folder.name.startswith("."):
+            continue  # being written, or left by a run killed mid-write
         try:
             trial = _read_cached(folder, cache)
         except ValueError as exc:
             unreadable.append({"trial_id": folder.name, "why": str(exc)})
             continue
         trials[folder.name] = trial
-    for trial_id in planned_trials(Path(out_dir)):
-        if trial_id not in trials and all(u["trial_id"] != trial_id for u in unreadable):
-            task, attempt = split_trial_id(trial_id)
-            trials[trial_id] = Trial(trial_id, task, attempt, "queued", root / trial_id)
+    running = _in_flight(root)
+    for trial_id in [*planned_trials(Path(out_dir)), *sorted(running)]:
+        if trial_id in trials or any(u["trial_id"] == trial_id for u in unreadable):
+            continue
+        task, attempt = split_trial_id(trial_id)
+        state = "running" if trial_id in running else "queued"
+        trials[trial_id] = Trial(trial_id, task, attempt, state, root / trial_id)
     ordered = sorted(trials.values(), key=lambda t: (t.task, t.attempt, t.trial_id))
     return ordered, unreadable
 

@@ -26,6 +26,13 @@ def add_watch_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def watch_command(argv: list[str]) -> int:
+    """`workbench eval watch ARGS...` from its own argument list (for `eval_cli`)."""
+    parser = argparse.ArgumentParser(prog="workbench eval")
+    add_watch_parser(parser.add_subparsers())
+    return main_watch(parser.parse_args(["watch", *argv]))
+
+
 def main_watch(args: argparse.Namespace) -> int:
     """Run `workbench eval watch`; the exit code (2 when DIR is not a folder)."""
     out_dir: Path = args.dir

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from eval_fixtures import write_trial
 
-from workbench.eval.report import add_report_parser, main_report, render_table
+from workbench.eval.report import add_report_parser, main_report, render_table, report_command
 from workbench.eval.report_html import render_html
 from workbench.eval.results import pass_at_k, scan, write_results
 
@@ -37,6 +37,10 @@ def out(tmp_path: Path) -> Path:
     broken.mkdir()
     (broken / "trial.json").write_text("{not json")
     (out / "run.json").write_text(json.dumps({"trials": ["alpha__4", "alpha__5", "beta__3"]}))
+    partial = out / "trials" / ".beta__3.partial-999"  # the driver writing beta__3's folder
+    partial.mkdir()
+    (partial / "session.jsonl").write_text("")
+    (out / "trials" / ".gamma__2.running").touch()  # a trial the driver started
     return out
 
 
@@ -67,7 +71,7 @@ def test_results_per_task_and_totals(out: Path) -> None:
     assert results["tasks"]["gamma"]["timeouts"] == {"agent": 0, "verifier": 1}
     assert results["tasks"]["delta"]["reward"] is None
     totals = results["totals"]
-    assert (totals["finished"], totals["unfinished"], totals["errors"]) == (8, 3, 2)
+    assert (totals["finished"], totals["unfinished"], totals["errors"]) == (8, 4, 2)
     assert (totals["scored"], totals["successes"]) == (6, 4)
     assert totals["timeouts"] == {"agent": 0, "verifier": 1}
     assert [u["trial_id"] for u in results["unreadable"]] == ["omega__1"]
@@ -78,8 +82,22 @@ def test_scan_tells_queued_running_and_finished_apart(out: Path) -> None:
     trials, _ = scan(out)
     states = {t.trial_id: t.state for t in trials}
     assert states["alpha__4"] == "running" and states["alpha__5"] == "queued"
-    assert states["beta__3"] == "queued" and states["beta__2"] == "error"
-    assert states["alpha__1"] == "done"
+    assert states["beta__3"] == "running" and states["gamma__2"] == "running"
+    assert states["beta__2"] == "error" and states["alpha__1"] == "done"
+    assert not any(trial_id.startswith(".") for trial_id in states)
+
+
+def test_planned_trials_from_the_tasks_and_attempts_of_run_json(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_trial(out, "alpha", 1)
+    (out / "run.json").write_text(json.dumps({"tasks": ["alpha", "beta"], "attempts": 2}))
+    states = {t.trial_id: t.state for t in scan(out)[0]}
+    assert states == {
+        "alpha__1": "done",
+        "alpha__2": "queued",
+        "beta__1": "queued",
+        "beta__2": "queued",
+    }
 
 
 def test_the_table_escapes_agent_written_text(out: Path) -> None:
@@ -139,8 +157,7 @@ def test_report_command(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     printed = capsys.readouterr()
     assert printed.out.startswith("task") and "HTML report" in printed.err
     assert html_file.read_text().startswith("<!DOCTYPE html>")
-    as_json = parser.parse_args(["report", str(out), "--json"])
-    assert main_report(as_json) == 0
+    assert report_command([str(out), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["totals"]["errors"] == 2
     not_a_run = parser.parse_args(["report", str(tmp_path / "nothing")])
