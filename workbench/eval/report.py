@@ -46,19 +46,17 @@ def render_table(results: dict[str, Any]) -> str:
         str(timeouts) if timeouts else "-",
         fmt_tokens(tokens),
         f"${totals['cost_usd']:.4f}",
-        fmt_seconds(totals["seconds"]["total"]),
+        "",
     ]
     widths = [max(len(row[i]) for row in [HEADERS, *rows, total_row]) for i in range(len(HEADERS))]
     lines = [table_row(HEADERS, widths), table_row(["-" * w for w in widths], widths)]
     lines += [table_row(row, widths) for row in rows]
     lines += [table_row(["-" * w for w in widths], widths), table_row(total_row, widths)]
     rate = totals["success_rate"]
+    spent = fmt_seconds(totals["seconds"]["total"])
     if rate is not None:
-        lines.append(
-            f"success: {totals['successes']}/{totals['scored']} scored trials "
-            f"({rate:.0%}); time: {fmt_seconds(totals['seconds']['total'])} of trials in all "
-            "(the last column is the agent's mean per trial; in the totals, all time)"
-        )
+        wins = f"{totals['successes']}/{totals['scored']} scored trials ({rate:.0%})"
+        lines.append(f"success {wins}; {spent} of trial time in all")
     errors = [
         (tid, text) for e in results["tasks"].values() for tid, text in e["error_messages"].items()
     ]

@@ -25,10 +25,17 @@ def fmt_tokens(count: int) -> str:
 
 
 def fmt_seconds(value: float | None) -> str:
-    """4.2s, 42s, or - for none."""
+    """4.2s, 42s, 3m33s, 1h02m, or - for none."""
     if value is None:
         return "-"
-    return f"{value:.0f}s" if value >= 10 else f"{value:.1f}s"
+    if value < 10:
+        return f"{value:.1f}s"
+    whole = round(value)
+    if whole < 120:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def clip(text: str, width: int) -> str:
