@@ -41,6 +41,10 @@ def _e(text: object) -> str:
     return html.escape(_CONTROLS.sub("", str(text)), quote=True)
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _color(value: float) -> str:
     """Red (0) to green (1)."""
     value = min(1.0, max(0.0, value))
@@ -120,11 +124,19 @@ def cost_reward_chart(tasks: dict[str, Any]) -> str:
         f'<text x="{PAD - 6}" y="{y_of(low_reward) + 4}" text-anchor="end">{low_reward:g}</text>',
         f'<text x="{PAD - 6}" y="{y_of(high_reward) + 4}" text-anchor="end">{high_reward:g}</text>',
     ]
-    for name, cost, reward in points:
+    for index, (name, cost, reward) in enumerate(points):
+        x, y = x_of(cost), y_of(reward)
         parts.append(
-            f'<circle cx="{x_of(cost)}" cy="{y_of(reward)}" r="5" fill="{_color(reward)}" '
+            f'<circle cx="{x}" cy="{y}" r="5" fill="{_color(reward)}" '
             f'fill-opacity="0.8"><title>{_e(name)}: reward {reward:.2f}, '
             f"${cost:.4f} per attempt</title></circle>"
+        )
+        label = name if len(name) <= 24 else name[:23] + "…"  # above and below in turn
+        anchor = "end" if x > width / 2 else "start"
+        shift = -8 if anchor == "end" else 8
+        parts.append(
+            f'<text x="{x + shift}" y="{y + (14 if index % 2 else -6)}" text-anchor="{anchor}" '
+            f'font-size="10">{_e(label)}</text>'
         )
     if not points:
         parts.append(
@@ -149,8 +161,8 @@ def render_html(results: dict[str, Any], title: str = "eval run") -> str:
     totals = results["totals"]
     rate = totals["success_rate"]
     summary = (
-        f"{totals['tasks']} tasks, {totals['finished']} finished trials "
-        f"({totals['unfinished']} unfinished), {totals['errors']} errors; "
+        f"{_count(totals['tasks'], 'task')}, {_count(totals['finished'], 'finished trial')} "
+        f"({totals['unfinished']} unfinished), {_count(totals['errors'], 'error')}; "
         f"success {totals['successes']}/{totals['scored']}"
         + (f" ({rate:.0%})" if rate is not None else "")
         + f"; cost ${totals['cost_usd']:.4f}"
