@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from eval_fixtures import write_trial
 
-from workbench.eval.report import add_report_parser, main_report, render_table, report_command
+from workbench.eval.report import (
+    add_report_parser,
+    main_report,
+    print_report,
+    render_table,
+    report_command,
+)
 from workbench.eval.report_html import render_html
 from workbench.eval.results import pass_at_k, scan, write_results
 
@@ -173,3 +179,14 @@ def test_a_cached_scan_sees_a_trial_run_again(out: Path) -> None:
     again = {t.trial_id: (t.state, t.reward) for t in scan(out, cache)[0]}
     assert again["beta__2"] == ("done", 1.0)
     assert again["alpha__1"] == ("done", 1.0)
+
+
+def test_the_table_at_the_end_of_a_run(out: Path) -> None:
+    import io
+
+    stream = io.StringIO()
+    results = print_report(out, stream)
+    assert json.loads((out / "results.json").read_text()) == results
+    assert (
+        stream.getvalue().startswith("task ") and "success 4/6 scored trials" in stream.getvalue()
+    )
