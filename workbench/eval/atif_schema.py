@@ -15,8 +15,10 @@ one of them. A JSON `null` counts as an absent optional field, as in the referen
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSIONS = tuple(f"ATIF-v1.{minor}" for minor in range(9))
@@ -59,6 +61,15 @@ def validate(doc: Any) -> list[str]:
     errors: Errors = []
     _trajectory(doc, "$", errors)
     return errors
+
+
+def validate_file(path: Path) -> list[str]:
+    """`validate` for a trajectory file; a file that is not JSON is one error saying so."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [f"{path}: not a readable JSON file ({exc})"]
+    return validate(doc)
 
 
 # ---------------------------------------------------------------------- value checks

@@ -13,7 +13,7 @@ import pytest
 from eval_fixtures import run_real_session
 
 from workbench.eval.atif import write_trajectory
-from workbench.eval.atif_schema import validate
+from workbench.eval.atif_schema import validate, validate_file
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +72,17 @@ def test_a_real_session_becomes_a_valid_trajectory(
     assert final["total_prompt_tokens"] == sum(s["metrics"]["prompt_tokens"] for s in agent)
     assert final["extra"]["llm_calls"] == 5
     assert doc["extra"]["final_state"] == "finished"
+
+
+def test_a_trajectory_file_is_checked_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "trajectory.json"
+    path.write_text('{"schema_version": "ATIF-v1.8", "steps": [')
+    assert "trajectory.json: not a readable JSON file (Expecting value" in validate_file(path)[0]
+    path.write_text(json.dumps({"schema_version": "ATIF-v1.8", "steps": []}))
+    assert validate_file(path) == [
+        "$.agent: required field is missing",
+        "$.steps: needs at least 1 item(s), got 0",
+    ]
 
 
 def test_a_log_cut_mid_line_still_converts_and_says_so(
