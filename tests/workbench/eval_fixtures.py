@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from headless_harness import bash, create, finish, make_config
 
-from workbench.headless import run_session
-from workbench.headless_output import JsonPrinter
+from workbench.headless.output import JsonPrinter
+from workbench.headless.runner import run_session
 from workbench.testing.llm_server import ScriptedLLMServer
 
 

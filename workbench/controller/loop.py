@@ -419,7 +419,7 @@ class Controller(EventHub):
         await self._keep_images(observation)
         self._observe(event, observation)
         if (ends := tool.ends_run_after(observation)) is not None:
-            raise _Stop(*ends)
+            raise RunStop(*ends)
 
     async def _keep_images(self, observation: AnyObservation) -> None:
         """Copy the images an observation names into the session folder, so a reopened

@@ -45,7 +45,7 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.session_log import LoadedSession, read
+from workbench.session.log import LoadedSession, read
 from workbench.tools.registry import REGISTRY
 
 AGENT_NAME = "workbench"
@@ -90,7 +90,7 @@ def trajectory(
     model_name: str | None = None,
     base: Path | None = None,
 ) -> dict[str, Any]:
-    """The ATIF document of a session read back with `workbench.session_log.read`; image
+    """The ATIF document of a session read back with `workbench.session.log.read`; image
     paths are relative to `base` (the trajectory's folder) when given, else absolute."""
     header = loaded.header
     builder = _Builder(loaded, base)

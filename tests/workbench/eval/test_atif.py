@@ -289,7 +289,7 @@ def test_the_rarer_events_land_where_they_belong(tmp_path: Path) -> None:
         ObservationEvent,
         RejectedObservation,
     )
-    from workbench.session_log import SessionLog, make_header
+    from workbench.session.log import SessionLog, make_header
 
     header = make_header("20261126-000000-abcdef", "/ws", "m", parent_id="p", parent_event=3)
     log = SessionLog.create(tmp_path / "sessions", header)

@@ -24,7 +24,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from workbench.eval.results import Trial, TrialCache, scan
 from workbench.safe_text import one_line
-from workbench.session_log import SessionLogError, read
+from workbench.session.log import SessionLogError, read
 from workbench.tui import themes as theme_files
 from workbench.tui.widgets.conversation import ConversationView
 

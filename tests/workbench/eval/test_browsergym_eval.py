@@ -17,11 +17,11 @@ from sandbox.executors.browser import browser_unavailable_reason
 from sandbox.protocol import BrowseObservation, BrowseTaskState
 from sandbox.runtimes.bwrap import bwrap_available
 from sandbox.runtimes.local import LocalRuntime
-from workbench.controller import Controller
+from workbench.controller.loop import Controller
 from workbench.eval.browsergym_task import BrowserGymTask, BrowserGymTaskError, parse_ref
 from workbench.eval.types import set_trial_loop
 from workbench.llm import LLMClient
-from workbench.session_log import SessionLog, make_header, new_session_id
+from workbench.session.log import SessionLog, make_header, new_session_id
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tools.browser import BrowserTool
 
