@@ -29,10 +29,12 @@ class LocalPool:
         work: Callable[[TrialJob], TrialOutcome],
         on_done: Callable[[TrialOutcome], None],
         should_start: Callable[[], bool],
+        prepare: Callable[[TrialJob], TrialJob] | None = None,
     ) -> None:
         """Run work(job) for each job, at most N at once; on_done in the caller's thread as
         each ends; start no job once should_start() is False; return when all started jobs
-        ended."""
+        ended. `prepare` (optional) gives the job its final form just before it starts, in
+        the caller's thread (the driver fills in the cost budget left at that moment)."""
         done: queue.Queue[TrialOutcome] = queue.Queue()
         pending = list(jobs)
         running = 0
@@ -47,6 +49,8 @@ class LocalPool:
         while True:
             while pending and running < self.concurrency and should_start():
                 job = pending.pop(0)
+                if prepare is not None:
+                    job = prepare(job)
                 threading.Thread(
                     target=worker, args=(job,), name=f"trial-{job.trial_id}", daemon=True
                 ).start()

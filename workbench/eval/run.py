@@ -8,8 +8,9 @@ at any moment leaves finished trials whole and no half-written one that looks fi
 
 Caps: `--max-cost` for the whole run (trials kept in `--out` count), `--max-task-cost` for
 each task's trials together. Caps are checked as trials end; each trial's session budget is
-the smaller remainder, so one trial stops itself at it, and several running at once can pass
-the global cap by at most their number times that remainder. At the cap the run starts no
+the smaller remainder when it starts (a pool without `prepare`: when the round's jobs were
+made), so one trial stops itself at it, and several running at once can pass the global cap
+by at most their number times that remainder. At the cap the run starts no
 new trial; `--on-cap stop` also stops the running ones (status "cancelled", not kept).
 Attempts go in rounds (all tasks' attempt 1, then 2 ...) so a task's remainder is known
 when its next attempt starts.
@@ -18,6 +19,7 @@ when its next attempt starts.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import shutil
@@ -73,6 +75,8 @@ def finished_trials(out: Path) -> dict[str, dict[str, Any]]:
     """trial id -> its trial.json, for every finished trial in `out`."""
     found: dict[str, dict[str, Any]] = {}
     for record in sorted((out / "trials").glob("*/trial.json")):
+        if record.parent.name.startswith("."):
+            continue  # a folder being written (or left by a crash mid-write)
         try:
             found[record.parent.name] = json.loads(record.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -196,6 +200,8 @@ def run_eval(
     entries = load_dataset(options.dataset, options.tasks)
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "trials").mkdir(exist_ok=True)
+    for stale in (options.out / "trials").glob(".*"):  # left by a run killed mid-write
+        shutil.rmtree(stale, ignore_errors=True)
     write_run_json(options, entries)
     pool = pool or LocalPool(options.concurrency)
     work = work or run_trial
@@ -245,6 +251,10 @@ def run_eval(
                 assert pool is not None
                 pool.cancel_running()
 
+    def rebudget(job: TrialJob) -> TrialJob:
+        entry, attempt = attempt_of[job.trial_id]
+        return _job(options, entry, attempt, state)
+
     def should_start() -> bool:
         if state.capped:
             return False
@@ -261,7 +271,11 @@ def run_eval(
                 and not (options.max_task_cost and state.costs[e.name] >= options.max_task_cost)
             ]
             if jobs and not state.capped:
-                pool.run(jobs, work, on_done, should_start)
+                if "prepare" in inspect.signature(pool.run).parameters:
+                    run_jobs: Any = pool.run
+                    run_jobs(jobs, work, on_done, should_start, prepare=rebudget)
+                else:
+                    pool.run(jobs, work, on_done, should_start)
     except KeyboardInterrupt:
         interrupted = True
         pool.cancel_running()

@@ -187,6 +187,9 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+_orphaned = threading.Event()
+
+
 def _lifeline() -> None:
     """SIGTERM ourselves when standard input closes (the driver is gone)."""
     try:
@@ -194,6 +197,7 @@ def _lifeline() -> None:
             pass
     except (OSError, ValueError):
         pass
+    _orphaned.set()
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -209,6 +213,8 @@ def main(argv: list[str]) -> int:
     tmp.write_text(json.dumps(record), encoding="utf-8")
     tmp.replace(folder / "outcome.json")
     shutil.rmtree(folder / "workspace", ignore_errors=True)
+    if _orphaned.is_set():  # nobody will collect the outcome: leave nothing behind
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -85,7 +85,11 @@ class TrialPool(Protocol):
         should_start: Callable[[], bool],
     ) -> None:
         """Run work(job) for each job, at most N at once; on_done in the caller's thread as each
-        ends; start no job once should_start() is False; return when all started jobs ended."""
+        ends; start no job once should_start() is False; return when all started jobs ended.
+
+        A pool may also take `prepare: Callable[[TrialJob], TrialJob] | None = None` (LocalPool
+        does): called in the caller's thread just before a job starts, it gives the job the
+        cost budget left at that moment; `run.py` passes it when the pool's `run` accepts it."""
         ...
 
     def cancel_running(self) -> None:
