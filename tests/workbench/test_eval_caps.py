@@ -78,3 +78,21 @@ def test_a_global_cost_cap_stops_the_run_and_keeps_what_finished(tmp_path: Path)
     assert [line["trial_id"] for line in lines if line["type"] == "trial"] == ["c-third__1"]
     assert (tmp_path / "out" / "trials" / "a-first__1" / "trial.json").read_bytes() == kept
     assert set(trial_records(tmp_path / "out")) == {"a-first__1", "b-second__1", "c-third__1"}
+
+
+def test_on_cap_stop_stops_the_running_trials(tmp_path: Path) -> None:
+    make_task(tmp_path / "data", "a-spends", CHECK)
+    make_task(tmp_path / "data", "b-waits", CHECK)
+    usage = {"usage": {"prompt_tokens": 100_000, "completion_tokens": 0}}
+    spends = route("a-spends", "echo ok > out.txt")
+    spends["steps"] = [{**step, **usage} for step in spends["steps"]]
+    script = {"routes": [spends, {"match": "(TASK b-waits)", "steps": [{"hang": True}]}]}
+    args = [str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--concurrency", "2"]
+    args += ["--max-cost", "0.3", "--on-cap", "stop"]
+    with ScriptedLLMServer(script) as server:
+        env = eval_env(tmp_path, server.base_url, LLM_MODEL="openai/gpt-4o")
+        code, lines, err = run_eval_cli(args, env, tmp_path)
+    assert code == eval_exit.CAPPED, err
+    assert set(trial_records(tmp_path / "out")) == {"a-spends__1"}  # b was stopped, not kept
+    ended = {line["trial_id"]: line["status"] for line in lines if line["type"] == "trial"}
+    assert ended == {"a-spends__1": "done", "b-waits__1": "cancelled"}

@@ -1,0 +1,66 @@
+"""`workbench eval` from the command line: the demo suite solved by a scripted agent that
+runs each task's own solution, the plain progress lines off a terminal, and usage errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from eval_support import eval_env, make_task, route, trial_records
+
+from workbench.eval import eval_exit
+from workbench.eval.tasks import DEMO_DIR
+from workbench.testing.llm_server import ScriptedLLMServer
+
+DEMO = ("count-lines", "hello-file", "json-config", "python-fizzbuzz")
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "eval", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+
+
+def test_the_demo_suite_is_solved_by_its_own_solutions(tmp_path: Path) -> None:
+    script = {
+        "routes": [
+            {**route(name, f"bash {DEMO_DIR / name / 'solution' / 'solve.sh'}"), "match": match}
+            for name, match in zip(
+                DEMO, ("data.txt", "hello.txt", "config.json", "fizzbuzz.py"), strict=True
+            )
+        ]
+    }
+    with ScriptedLLMServer(script) as server:
+        env = eval_env(tmp_path, server.base_url)
+        done = run(["demo", "--concurrency", "4", "--out", str(tmp_path / "out")], env, tmp_path)
+    assert done.returncode == eval_exit.DONE, done.stderr
+    records = trial_records(tmp_path / "out")
+    assert {tid: r["reward"] for tid, r in records.items()} == {f"{n}__1": 1.0 for n in DEMO}
+    assert records["count-lines__1"]["rewards"] == {"reward": 1.0, "data": 1.0, "answer": 1.0}
+    # Off a terminal: a line per finished trial, no progress-line rewrites.
+    lines = [line for line in done.stderr.splitlines() if "__1: " in line]
+    assert sorted(lines) == [f"{n}__1: done, reward 1" for n in DEMO]
+    assert "\r" not in done.stderr
+
+
+def test_usage_errors_say_what_to_fix(tmp_path: Path) -> None:
+    env = eval_env(tmp_path, "http://127.0.0.1:9/v1")
+    missing = run([str(tmp_path / "nope")], env, tmp_path)
+    assert missing.returncode == eval_exit.USAGE
+    assert "no such folder" in missing.stderr
+    make_task(tmp_path / "data", "bad", "exit 0\n", '[agent]\ntimeout_sec = "soon"\n')
+    bad = run([str(tmp_path / "data")], env, tmp_path)
+    assert bad.returncode == eval_exit.USAGE
+    assert f"{tmp_path}/data/bad/task.toml: [agent] timeout_sec must be a number" in bad.stderr
+    zero = run([str(tmp_path / "data"), "--concurrency", "0"], env, tmp_path)
+    assert zero.returncode == eval_exit.USAGE and "at least 1" in zero.stderr
+    no_model = run([str(tmp_path / "data")], env | {"LLM_MODEL": ""}, tmp_path)
+    assert no_model.returncode == eval_exit.USAGE and "model" in no_model.stderr
+    assert not (tmp_path / "eval-runs").exists() and not trial_records(tmp_path / "data")
