@@ -46,12 +46,12 @@ commands:
   workbench policy check [--json] "CMD"   what the confirmation policy would do with a call
                                 (--tool str_replace_editor --path P; --code CODE for IPython)
   workbench policy rules [--json]         the allow and deny rules in effect, and where from
-  workbench eval DATASET [--tasks ...] [-n N] [--concurrency N] [--out DIR]
-                                run a dataset of tasks (Harbor task folders, `demo`,
-                                browsergym/...) as scored trials; see `workbench eval --help`
   workbench policy trust|untrust [--workspace DIR]
                                 trust the project's .workbench/config.toml as it is now (its
                                 allow rules apply until it changes), or stop trusting it
+  workbench eval DATASET [--tasks ...] [-n N] [--concurrency N] [--out DIR]
+                                run a dataset of tasks (Harbor task folders, `demo`,
+                                browsergym/...) as scored trials; see `workbench eval --help`
 
 environment:
   LLM_MODEL, LLM_API_KEY, LLM_BASE_URL     the model, its key and endpoint

@@ -108,11 +108,15 @@ def test_dataset_runs_resumes_after_sigkill_and_scores(
         wait_until(lambda: not trial_processes(str(tmp_path)), 60, "orphaned trials to stop")
 
         code, lines, err = run_eval_cli(args, env, tmp_path, timeout=400)
+        resumed = {t: (out / "trials" / t / "trial.json").read_bytes() for t in kept}
+        # Once more with --retry-errors: only the errored trial runs again (and fails again).
+        again, retried, _ = run_eval_cli([*args, "--retry-errors"], env, tmp_path)
+    assert again == eval_exit.TRIAL_ERRORS
+    assert [line["trial_id"] for line in retried if line["type"] == "trial"] == ["image-offline__1"]
     assert lines[0]["type"] == "start" and lines[0]["skipped"] == len(kept), lines[0]
     ran = {line["trial_id"] for line in lines if line["type"] == "trial"}
     assert ran == ALL - set(kept), (ran, kept)
-    for tid, data in kept.items():  # finished trials were left as they were
-        assert (out / "trials" / tid / "trial.json").read_bytes() == data
+    assert resumed == kept  # finished trials were left as they were
     assert code == eval_exit.TRIAL_ERRORS, err  # the image that cannot be built offline
     records = trial_records(out)
     assert set(records) == ALL

@@ -183,3 +183,30 @@ def test_the_progress_line_off_a_terminal() -> None:
         "trials 2/3 · running 0 · failed 0 · errors 1 · success 1/1 (100%) · $0.0100"
     )
     assert "ETA" in line
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal, as a person's stderr does."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_line_on_a_terminal_is_rewritten_in_place() -> None:
+    out = Terminal()
+    progress = Progress(2, 2, out=out)
+    progress.begin({})
+    progress.trial_started()
+    progress.trial_started()
+    progress.trial_done(TrialOutcome("a__1", "done", 0.0, cost_usd=0.5), "a")
+    progress.notice("the cost cap $1 was reached")
+    progress.end({})
+    text = out.getvalue()
+    assert "\n" not in text.split("the cost cap")[0]  # no trial got a line of its own
+    assert "\r\033[Ktrials 0/2 · running 1 ·" in text  # the first start
+    assert (
+        "\r\033[Ktrials 1/2 · running 1 · failed 1 · errors 0 · success 0/1 (0%) · $0.5000" in text
+    )
+    assert "\r\033[Kthe cost cap $1 was reached\n" in text
+    assert text.endswith("\n") and text.count("\n") == 2
+    assert progress._ticker is not None and not progress._ticker.is_alive()
