@@ -17,6 +17,7 @@ verifier scores it, whatever the agent claimed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -187,6 +188,13 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+def _import_litellm() -> None:
+    from workbench.llm import load_litellm
+
+    with contextlib.suppress(Exception):  # run_session imports it again and reports failures
+        load_litellm()
+
+
 _orphaned = threading.Event()
 
 
@@ -207,6 +215,9 @@ def main(argv: list[str]) -> int:
     job = TrialJob(**json.loads(job_file.read_text(encoding="utf-8")))
     (folder / "files").mkdir(parents=True, exist_ok=True)
     threading.Thread(target=_lifeline, name="lifeline", daemon=True).start()
+    # litellm's import (seconds of CPU) beside the image build and the sandbox's start, which
+    # here come before `run_session` (it would overlap only the sandbox it starts itself).
+    threading.Thread(target=_import_litellm, name="import-litellm", daemon=True).start()
     outcome, extra = asyncio.run(run_job(job, folder))
     record = outcome.record() | extra
     tmp = folder / "outcome.json.tmp"
