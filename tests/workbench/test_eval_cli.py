@@ -12,6 +12,7 @@ from eval_support import eval_env, make_task, route, trial_records
 from workbench.eval import eval_exit
 from workbench.eval.tasks import DEMO_DIR
 from workbench.testing.llm_server import ScriptedLLMServer
+from workbench.testing.scripts import parse_script
 
 DEMO = ("count-lines", "hello-file", "json-config", "python-fizzbuzz")
 
@@ -64,3 +65,24 @@ def test_usage_errors_say_what_to_fix(tmp_path: Path) -> None:
     no_model = run([str(tmp_path / "data")], env | {"LLM_MODEL": ""}, tmp_path)
     assert no_model.returncode == eval_exit.USAGE and "model" in no_model.stderr
     assert not (tmp_path / "eval-runs").exists() and not trial_records(tmp_path / "data")
+
+
+def test_a_task_without_internet_gets_a_sandbox_without_network(tmp_path: Path) -> None:
+    # Reward 1 when the agent's request to the model's server (on this machine) got through.
+    reward = "/logs/verifier/reward.txt"
+    reached = f'[ "$(cat rc.txt)" = 0 ] && echo 1 > {reward} || echo 0 > {reward}\n'
+    make_task(tmp_path / "data", "offline", reached, "[environment]\nallow_internet = false\n")
+    make_task(tmp_path / "data", "online", reached, "[environment]\nallow_internet = true\n")
+    with ScriptedLLMServer([]) as server:
+        fetch = f"import urllib.request as u; u.urlopen('{server.base_url}/models', timeout=5)"
+        command = f'python3 -c "{fetch}"; echo $? > rc.txt'
+        server.script = parse_script(
+            {"routes": [route("offline", command), route("online", command)]}
+        )
+        # The configured network is "on": only the task's allow_internet = false turns it off.
+        env = eval_env(tmp_path, server.base_url, WORKBENCH_SANDBOX_NETWORK="on")
+        args = [str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--concurrency", "2"]
+        done = run(args, env, tmp_path)
+    assert done.returncode == eval_exit.DONE, done.stderr
+    rewards = {tid: r["reward"] for tid, r in trial_records(tmp_path / "out").items()}
+    assert rewards == {"offline__1": 0.0, "online__1": 1.0}

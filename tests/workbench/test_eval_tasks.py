@@ -210,3 +210,10 @@ def test_the_progress_line_on_a_terminal_is_rewritten_in_place() -> None:
     assert "\r\033[Kthe cost cap $1 was reached\n" in text
     assert text.endswith("\n") and text.count("\n") == 2
     assert progress._ticker is not None and not progress._ticker.is_alive()
+
+
+def test_the_docs_list_the_eval_exit_codes() -> None:
+    from workbench.eval import eval_exit
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text()
+    assert eval_exit.markdown_table() in docs

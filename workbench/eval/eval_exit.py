@@ -63,3 +63,10 @@ INTERRUPTED: Final = 130
 def help_list() -> str:
     """The codes and their labels, one line, for `--help`."""
     return "   ".join(f"{row.code} {row.label}" for row in TABLE)
+
+
+def markdown_table() -> str:
+    """The table of docs/eval.md's "Exit codes" section."""
+    lines = ["| code | meaning |", "|---|---|"]
+    lines += [f"| {row.code} | {row.description} |" for row in TABLE]
+    return "\n".join(lines) + "\n"
