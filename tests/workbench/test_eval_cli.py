@@ -49,6 +49,10 @@ def test_the_demo_suite_is_solved_by_its_own_solutions(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if "__1: " in line]
     assert sorted(lines) == [f"{n}__1: done, reward 1" for n in DEMO]
     assert "\r" not in done.stderr
+    assert done.stderr.endswith(
+        "eval: 4 of 4 trials finished, mean reward 1, 0 errors, $0.0000; "
+        f"results in {tmp_path / 'out'}\n"
+    )
 
 
 def test_usage_errors_say_what_to_fix(tmp_path: Path) -> None:

@@ -26,6 +26,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds}s"
 
 
+def summary_line(summary: dict[str, Any]) -> str:
+    """The run's last line for a person: what finished, the mean reward, errors, cost, where."""
+    mean = summary.get("mean_reward")
+    parts = [f"{summary['finished']} of {summary['trials']} trials finished"]
+    parts.append("mean reward " + ("-" if mean is None else f"{mean:g}"))
+    parts.append(f"{summary['errors']} errors")
+    if summary.get("unfinished"):
+        parts.append(f"{summary['unfinished']} not run")
+    parts.append(f"${summary['cost_usd']:.4f}")
+    return "eval: " + ", ".join(parts) + f"; results in {summary['out']}"
+
+
 class Progress:
     """Counts trials as they start and end, and shows them."""
 
@@ -103,8 +115,11 @@ class Progress:
             self._ticker.join(timeout=2)
         if self.json_mode:
             self._json({"type": "summary", **summary})
-        elif self.tty:
+            return
+        if self.tty:
             self._write("\r\033[K" + self.line() + "\n")
+        if summary:
+            self._write(summary_line(summary) + "\n")
 
     # -- drawing
 
