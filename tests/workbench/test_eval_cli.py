@@ -45,6 +45,8 @@ def test_the_demo_suite_is_solved_by_its_own_solutions(tmp_path: Path) -> None:
     records = trial_records(tmp_path / "out")
     assert {tid: r["reward"] for tid, r in records.items()} == {f"{n}__1": 1.0 for n in DEMO}
     assert records["count-lines__1"]["rewards"] == {"reward": 1.0, "data": 1.0, "answer": 1.0}
+    for name in DEMO:  # the trial processes printed nothing on stderr (and ended cleanly)
+        assert not (tmp_path / "out" / "trials" / f"{name}__1" / "trial.log").exists()
     # Off a terminal: a line per finished trial, no progress-line rewrites.
     lines = [line for line in done.stderr.splitlines() if "__1: " in line]
     assert sorted(lines) == [f"{n}__1: done, reward 1" for n in DEMO]

@@ -200,10 +200,10 @@ _orphaned = threading.Event()
 
 def _lifeline() -> None:
     """SIGTERM ourselves when standard input closes (the driver is gone)."""
-    try:
-        while sys.stdin.buffer.read(4096):
+    try:  # the raw fd: a buffered reader's lock would stall the interpreter's shutdown
+        while os.read(0, 4096):
             pass
-    except (OSError, ValueError):
+    except OSError:
         pass
     _orphaned.set()
     os.kill(os.getpid(), signal.SIGTERM)
