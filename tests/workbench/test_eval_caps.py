@@ -96,3 +96,28 @@ def test_on_cap_stop_stops_the_running_trials(tmp_path: Path) -> None:
     assert set(trial_records(tmp_path / "out")) == {"a-spends__1"}  # b was stopped, not kept
     ended = {line["trial_id"]: line["status"] for line in lines if line["type"] == "trial"}
     assert ended == {"a-spends__1": "done", "b-waits__1": "cancelled"}
+
+
+def test_a_task_cost_cap_ends_that_tasks_attempts(tmp_path: Path) -> None:
+    make_task(tmp_path / "data", "pricey", CHECK)
+    usage = {"usage": {"prompt_tokens": 100_000, "completion_tokens": 0}}
+    pricey = route("pricey", "echo ok > out.txt")
+    pricey["steps"] = [{**step, **usage} for step in pricey["steps"]]
+    args = [str(tmp_path / "data"), "--out", str(tmp_path / "out"), "-n", "3"]
+    args += ["--max-task-cost", "0.6"]
+    with ScriptedLLMServer({"routes": [pricey]}) as server:
+        env = eval_env(tmp_path, server.base_url, LLM_MODEL="openai/gpt-4o")
+        code, lines, err = run_eval_cli(args, env, tmp_path)
+    assert code == eval_exit.CAPPED, err
+    records = trial_records(tmp_path / "out")
+    # Attempt 1 spent $0.50; attempt 2 had $0.10 left and its budget stopped it after a call;
+    # attempt 3 never started.
+    assert sorted(records) == ["pricey__1", "pricey__2"]
+    assert (records["pricey__1"]["reward"], records["pricey__1"]["cost_usd"]) == (1.0, 0.5)
+    assert (records["pricey__2"]["agent_status"], records["pricey__2"]["cost_usd"]) == (
+        "budget",
+        0.25,
+    )
+    assert lines[-1]["unfinished"] == 1
+    notices = [line["message"] for line in lines if line["type"] == "notice"]
+    assert notices == ["pricey reached its cost cap $0.6 ($0.7500): its other attempts are not run"]

@@ -263,13 +263,21 @@ def run_eval(
 
     interrupted = False
     try:
+        told: set[str] = set()
         for attempt in range(1, options.attempts + 1):
-            jobs = [
-                _job(options, e, a, state)
-                for e, a in todo
-                if a == attempt
-                and not (options.max_task_cost and state.costs[e.name] >= options.max_task_cost)
-            ]
+            jobs = []
+            for e, a in todo:
+                if a != attempt:
+                    continue
+                if options.max_task_cost and state.costs[e.name] >= options.max_task_cost:
+                    if e.name not in told:
+                        told.add(e.name)
+                        progress.notice(
+                            f"{e.name} reached its cost cap ${options.max_task_cost:g} "
+                            f"(${state.costs[e.name]:.4f}): its other attempts are not run"
+                        )
+                    continue
+                jobs.append(_job(options, e, a, state))
             if jobs and not state.capped:
                 if "prepare" in inspect.signature(pool.run).parameters:
                     run_jobs: Any = pool.run
