@@ -49,6 +49,9 @@ commands:
   workbench policy trust|untrust [--workspace DIR]
                                 trust the project's .workbench/config.toml as it is now (its
                                 allow rules apply until it changes), or stop trusting it
+  workbench eval DATASET [--tasks ...] [-n N] [--concurrency N] [--out DIR]
+                                run a dataset of tasks (Harbor task folders, `demo`,
+                                browsergym/...) as scored trials; see `workbench eval --help`
 
 environment:
   LLM_MODEL, LLM_API_KEY, LLM_BASE_URL     the model, its key and endpoint
@@ -393,6 +396,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from workbench.cli.policy import policy_command
 
             return _flushed(policy_command(args[1:]))
+        if args[:1] == ["eval"]:
+            from workbench.eval.eval_cli import eval_command
+
+            return _flushed(eval_command(args[1:]))
         return _flushed(_main_command(args, started))
     except BrokenPipeError:  # `workbench sessions | head`: the reader left, which is fine
         _silence_stdout()

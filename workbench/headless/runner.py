@@ -111,9 +111,12 @@ async def run_session(
     printer: Printer,
     started: float | None = None,
     history: History | None = None,
+    runtime: Runtime | None = None,
 ) -> dict[str, Any]:
     """Run `task` once (continuing `history` if given: a new log linked to its session);
-    returns the summary (status, exit code, accounting, session id)."""
+    returns the summary (status, exit code, accounting, session id). A started `runtime`
+    given by the caller (an eval trial, which verifies in it afterwards) is used and left
+    open; otherwise the configured one is started here and closed at the end."""
     from workbench.llm import LLMError
 
     started = time.monotonic() if started is None else started
@@ -162,10 +165,11 @@ async def run_session(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
-    runtime: Runtime | None = None
+    owned = runtime is None  # closed here at the end
     mcp: asyncio.Future[McpConnection] | None = None
     try:
-        runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
+        if runtime is None:
+            runtime = await start_runtime(make_runtime(config))  # ... while the sandbox starts
         if warning := runtime_warning(runtime):
             printer.notice(warning)
         mcp = asyncio.ensure_future(start_mcp(config, runtime))  # ... and the MCP servers
@@ -203,7 +207,7 @@ async def run_session(
         from workbench.tools.mcp import close_mcp
 
         close_mcp()
-        if runtime is not None:
+        if runtime is not None and owned:
             try:
                 await asyncio.shield(runtime.close())
             except Exception as exc:  # closing must not hide how the run ended

@@ -17,7 +17,11 @@ no default, the server answers 400 "script exhausted"). Two more keys of the obj
 `max_prompt_tokens: N` refuses every request over N tokens (counted with tiktoken's cl100k_base
 as OpenAI counts chat requests) with OpenAI's HTTP 400 `context_length_exceeded` error, taking
 no step (`.refused` counts them); `without_tools: STEP` answers every request that offers no
-tools (a summary call) out of turn. A step is an object with:
+tools (a summary call) out of turn. `routes: [{"match": TEXT, "steps": [...], "default": STEP}]`
+serves many sessions at once (an eval's trials): a conversation whose first user message
+holds a route's TEXT takes that route's steps from the first, on its own (conversations are
+told apart by their first two messages, the system prompt naming the workspace); other
+requests take the top-level steps. A step is an object with:
 
 - `text`: the assistant's text.
 - `tool_calls`: `[{"name": "execute_bash", "arguments": {...}, "id": optional}]`; `arguments`
@@ -61,6 +65,7 @@ from workbench.testing.scripts import (
     ScriptError,
     Step,
     completion_body,
+    conversation_of,
     error_body,
     parse_script,
     prompt_tokens,
@@ -89,6 +94,7 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self._position = 0  # index of the current step
         self._used = 0  # requests answered by the current step
+        self._routed: dict[str, list[int]] = {}  # conversation -> [position, used]
         self._httpd: _HTTPServer | None = None
         self.stopping = threading.Event()
         """Set by stop(): what `hang` steps wait for."""
@@ -190,6 +196,12 @@ class ScriptedLLMServer:
                     return number, Step(error=400, body=too_long_body(tokens, limit))
             if not body.get("tools") and self.script.without_tools is not None:
                 return number, self.script.without_tools
+            if self.script.routes:
+                user, key = conversation_of(body)
+                for route in self.script.routes:
+                    if route.match in user:
+                        at = self._routed.setdefault(key, [0, 0])
+                        return number, _advance(route.steps, at, route.default)
             steps = self.script.steps
             if self._position < len(steps):
                 step = steps[self._position]
@@ -198,6 +210,17 @@ class ScriptedLLMServer:
                     self._position, self._used = self._position + 1, 0
                 return number, step
             return number, self.script.default
+
+
+def _advance(steps: list[Step], at: list[int], default: Step | None) -> Step | None:
+    """The step at `at` ([position, used]) of `steps`, moving `at` on; then `default`."""
+    if at[0] < len(steps):
+        step = steps[at[0]]
+        at[1] += 1
+        if at[1] >= step.repeat:
+            at[0], at[1] = at[0] + 1, 0
+        return step
+    return default
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -70,17 +70,46 @@ class Step(BaseModel):
         return self
 
 
+class Route(BaseModel):
+    """A script of its own for the conversations whose first user message holds `match`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    match: str = Field(min_length=1)
+    steps: list[Step] = Field(default_factory=list)
+    default: Step | None = None
+
+
 class Script(BaseModel):
     """Steps consumed in order, then `default` for every further request (if given)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    routes: list[Route] = Field(default_factory=list)
+    """Conversations (told apart by their first two messages) whose first user message holds
+    a route's `match` each take that route's steps from its first: many sessions at once."""
     steps: list[Step] = Field(default_factory=list)
     default: Step | None = None
     without_tools: Step | None = None
     """Answers every request that offers no tools (a summary call), out of turn."""
     max_prompt_tokens: int | None = Field(default=None, ge=1)
     """Refuse any request over this many tokens (`prompt_tokens`) as OpenAI does."""
+
+
+def conversation_of(request: Mapping[str, Any]) -> tuple[str, str]:
+    """(the first user message's text, a key for the conversation: its first two messages)."""
+    messages = [m for m in request.get("messages") or [] if isinstance(m, Mapping)]
+    texts = [_text(m.get("content")) for m in messages[:2]]
+    user = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    return user, "\0".join(texts)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""
 
 
 def parse_script(data: Any) -> Script:
