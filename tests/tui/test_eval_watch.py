@@ -14,7 +14,7 @@ from eval_fixtures import run_real_session, write_trial
 from pilot_wait import waiter
 from textual.widgets import DataTable
 
-from workbench.eval.watch import main_watch, watch_command
+from workbench.cli.eval_watch import main_watch, watch_command
 from workbench.tui.screens.eval_run import (
     EvalRunScreen,
     EvalWatchApp,

@@ -7,5 +7,6 @@
 - `checkpoints.py`, `rewind.py`, `diff.py` (+ `checkpoint_common.py`): a session's steps,
   undone.
 
-Imports: agent, checkpoints, config, headless, replay, security, session, tools.
+Imports: agent, checkpoints, config, eval, headless, replay, security, session, tools.
+
 """

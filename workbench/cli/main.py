@@ -397,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return _flushed(policy_command(args[1:]))
         if args[:1] == ["eval"]:
-            from workbench.eval.eval_cli import eval_command
+            from workbench.cli.eval import eval_command
 
             return _flushed(eval_command(args[1:]))
         return _flushed(_main_command(args, started))

@@ -149,7 +149,9 @@ class _Builder:
         self.instructions: list[str] = []
         self.unplaced: list[dict[str, Any]] = []
         """Checkpoints and network events tied to no action."""
-        self.files = loaded.path.with_name(f"{header.session_id}.files")
+        # `<id>.files/` beside `<id>.jsonl`; in a trial folder, `session.files/` beside
+        # `session.jsonl` (the name the log was copied under)
+        self.files = loaded.path.with_suffix(".files")
 
     # ------------------------------------------------------------------ steps
 

@@ -4,7 +4,7 @@
 One row per task: finished attempts, mean reward, pass@1 and pass@n, errors, timeouts, tokens,
 cost and the agent's mean time; then the totals. Everything in the table that came from a
 trial (task names, error texts) goes through `one_line`, so an agent-written name cannot drive
-the terminal. `add_report_parser`/`main_report` are the CLI glue `eval_cli` wires in.
+the terminal. `add_report_parser`/`main_report` are the CLI glue `workbench/cli/eval.py` wires in.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def report_command(argv: list[str]) -> int:
-    """`workbench eval report ARGS...` from its own argument list (for `eval_cli`)."""
+    """`workbench eval report ARGS...` from its own argument list (for `workbench/cli/eval.py`)."""
     parser = argparse.ArgumentParser(prog="workbench eval")
     add_report_parser(parser.add_subparsers())
     return main_report(parser.parse_args(["report", *argv]))

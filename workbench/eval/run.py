@@ -18,7 +18,6 @@ when its next attempt starts.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import os
@@ -110,17 +109,20 @@ def write_trial(out: Path, outcome: TrialOutcome, task: TaskEntry, attempt: int)
     return final
 
 
+def running_marker(out: Path, trial: str) -> Path:
+    """The hidden file that says a trial is running (read by `results.scan` and the watch)."""
+    return out / "trials" / f".{trial}.running"
+
+
 def _trajectory(folder: Path) -> str | None:
     """Write trajectory.json (ATIF) from session.jsonl, if `workbench.eval.atif` is here."""
     log = folder / "session.jsonl"
     if not log.is_file():
         return None
+    from workbench.eval.atif import write_trajectory
+
     try:
-        atif = importlib.import_module("workbench.eval.atif")
-    except ImportError:
-        return "no trajectory.json: workbench.eval.atif is not in this build"
-    try:
-        atif.write_trajectory(log, folder / "trajectory.json")
+        write_trajectory(log, folder / "trajectory.json")
     except Exception as exc:  # the trial's result stands without it
         return f"trajectory.json could not be written: {exc}"
     return None
@@ -201,7 +203,10 @@ def run_eval(
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "trials").mkdir(exist_ok=True)
     for stale in (options.out / "trials").glob(".*"):  # left by a run killed mid-write
-        shutil.rmtree(stale, ignore_errors=True)
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     write_run_json(options, entries)
     pool = pool or LocalPool(options.concurrency)
     work = work or run_trial
@@ -231,10 +236,13 @@ def run_eval(
 
     def on_done(outcome: TrialOutcome) -> None:
         entry, attempt = attempt_of[outcome.trial_id]
+        running = running_marker(options.out, outcome.trial_id)
         if outcome.status == "cancelled":
+            running.unlink(missing_ok=True)
             progress.trial_done(outcome, entry.name)
             return  # not kept: it runs again next time
         write_trial(options.out, outcome, entry, attempt)
+        running.unlink(missing_ok=True)
         state.total_cost += outcome.cost_usd
         state.costs[entry.name] += outcome.cost_usd
         state.errors += outcome.status == "error"
@@ -253,6 +261,7 @@ def run_eval(
 
     def rebudget(job: TrialJob) -> TrialJob:
         entry, attempt = attempt_of[job.trial_id]
+        running_marker(options.out, job.trial_id).touch()  # for `workbench eval watch`
         return _job(options, entry, attempt, state)
 
     def should_start() -> bool:
@@ -292,6 +301,11 @@ def run_eval(
         )
     summary = _summary(options, wanted, state)
     progress.end(summary)
+    if not options.json_mode:  # the results table, on standard output
+        from workbench.eval.report import render_table
+        from workbench.eval.results import summarize
+
+        print(render_table(summarize(options.out)), flush=True)
     if interrupted:
         return eval_exit.INTERRUPTED
     if summary["unfinished"]:
@@ -319,11 +333,8 @@ def _summary(
         "capped": state.capped or None,
         "out": str(options.out),
     }
-    try:
-        results = importlib.import_module("workbench.eval.results")
-    except ImportError:
-        summary["results"] = "no results.json: workbench.eval.results is not in this build"
-    else:
-        results.write_results(options.out)
-        summary["results"] = str(options.out / "results.json")
+    from workbench.eval.results import write_results
+
+    write_results(options.out)
+    summary["results"] = str(options.out / "results.json")
     return summary

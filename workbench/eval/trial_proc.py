@@ -39,7 +39,7 @@ ERROR_STATUSES = {
 
 def trial_config(job: TrialJob, folder: Path, task: Any) -> Any:
     """The session's config: the person's, with the trial's workspace, limits and image."""
-    from workbench.config import load_config
+    from workbench.config.load import load_config
 
     settings = job.settings
     cfg = getattr(task, "config", None)
@@ -66,6 +66,7 @@ def trial_config(job: TrialJob, folder: Path, task: Any) -> Any:
             overrides["sandbox.runtime"] = "docker"
             if cfg.memory_bytes:
                 overrides["sandbox.docker.memory"] = f"{cfg.memory_bytes // 2**20}m"
+    overrides |= dict(getattr(task, "config_overrides", None) or {})  # what the task needs
     path = settings.get("config_path")
     return load_config(Path(path) if path else None, overrides=overrides)
 
@@ -87,9 +88,9 @@ def verifier_timeout(job: TrialJob, task: Any) -> float:
 async def run_job(job: TrialJob, folder: Path) -> tuple[TrialOutcome, dict[str, Any]]:
     """Run the trial; returns its outcome (files written under `folder/files`) and extras."""
     from workbench.eval.tasks import load_task
-    from workbench.headless import run_session
-    from workbench.headless_output import HumanPrinter
-    from workbench.session import make_runtime, scrubber_of, start_runtime
+    from workbench.headless.output import HumanPrinter
+    from workbench.headless.runner import run_session
+    from workbench.session.opening import make_runtime, scrubber_of, start_runtime
 
     set_trial_loop(asyncio.get_running_loop())
     _cancel_on_signals()

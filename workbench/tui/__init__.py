@@ -7,5 +7,6 @@
 - `themes.py`: theme files (TOML) to Textual themes; `app.tcss`: the app's CSS.
 - `widgets/`: panes, status bar, input box, confirmation panel; `screens/`: settings, sessions.
 
-Imports: checkpoints, config, controller, llm, replay, security, session, tools.
+Imports: checkpoints, config, controller, eval, llm, replay, security, session, tools.
+
 """

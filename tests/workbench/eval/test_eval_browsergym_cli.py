@@ -18,7 +18,6 @@ from sandbox.executors.browser import browser_unavailable_reason
 from sandbox.runtimes.bwrap import bwrap_available
 from workbench.testing.llm_server import ScriptedLLMServer
 
-pytest.importorskip("workbench.eval.eval_cli", reason="`workbench eval` comes with evalcore")
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(browser_unavailable_reason() is not None, reason="no browser here"),

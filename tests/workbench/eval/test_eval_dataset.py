@@ -26,6 +26,7 @@ from eval_support import (
 from waiting import wait_until
 
 from workbench.eval import eval_exit
+from workbench.eval.atif_schema import validate_file
 from workbench.testing.llm_server import ScriptedLLMServer
 
 REWARD = "/logs/verifier/reward.txt"
@@ -141,6 +142,8 @@ def test_dataset_runs_resumes_after_sigkill_and_scores(
         assert header["session_id"] == records[tid]["session_id"]
         assert (folder / "agent.txt").read_text().startswith("workbench session")
         assert (folder / "verifier" / "stdout.txt").is_file()
+        assert validate_file(folder / "trajectory.json") == [], tid  # ATIF v1.8, checked
+        assert "trajectory_note" not in records[tid]
     assert not [p for p in (out / "trials").iterdir() if p.name.startswith(".")]
     assert json.loads((out / "run.json").read_text())["concurrency"] == 4
     assert not os.listdir(tmp_path / "tmp") or all(

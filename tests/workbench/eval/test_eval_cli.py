@@ -15,6 +15,16 @@ from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.testing.scripts import parse_script
 
 DEMO = ("count-lines", "hello-file", "json-config", "python-fizzbuzz")
+MINIWOB = {  # the demo's MiniWoB tasks (seeded: fixed pages) and a known-good sequence each
+    "miniwob.click-test": ['click("13")'],
+    "miniwob.click-button@3": ['click("19")'],
+    "miniwob.enter-text@5": ['fill("14", "Ashlea")', 'click("15")'],
+}
+
+
+def browse(code: str) -> dict[str, object]:
+    """A scripted reply that calls the browser tool with one BrowserGym action."""
+    return {"tool_calls": [{"name": "browser", "arguments": {"code": code}}]}
 
 
 def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -37,22 +47,27 @@ def test_the_demo_suite_is_solved_by_its_own_solutions(tmp_path: Path) -> None:
                 DEMO, ("data.txt", "hello.txt", "config.json", "fizzbuzz.py"), strict=True
             )
         ]
+        + [
+            {"match": f"Web task '{name.split('@')[0]}'", "steps": [browse(c) for c in codes]}
+            for name, codes in MINIWOB.items()
+        ]
     }
     with ScriptedLLMServer(script) as server:
         env = eval_env(tmp_path, server.base_url)
         done = run(["demo", "--concurrency", "4", "--out", str(tmp_path / "out")], env, tmp_path)
     assert done.returncode == eval_exit.DONE, done.stderr
     records = trial_records(tmp_path / "out")
-    assert {tid: r["reward"] for tid, r in records.items()} == {f"{n}__1": 1.0 for n in DEMO}
+    every = (*DEMO, *MINIWOB)
+    assert {tid: r["reward"] for tid, r in records.items()} == {f"{n}__1": 1.0 for n in every}
     assert records["count-lines__1"]["rewards"] == {"reward": 1.0, "data": 1.0, "answer": 1.0}
     for name in DEMO:  # the trial processes printed nothing on stderr (and ended cleanly)
         assert not (tmp_path / "out" / "trials" / f"{name}__1" / "trial.log").exists()
     # Off a terminal: a line per finished trial, no progress-line rewrites.
     lines = [line for line in done.stderr.splitlines() if "__1: " in line]
-    assert sorted(lines) == [f"{n}__1: done, reward 1" for n in DEMO]
+    assert sorted(lines) == sorted(f"{n}__1: done, reward 1" for n in every)
     assert "\r" not in done.stderr
     assert done.stderr.endswith(
-        "eval: 4 of 4 trials finished, mean reward 1, 0 errors, $0.0000; "
+        "eval: 7 of 7 trials finished, mean reward 1, 0 errors, $0.0000; "
         f"results in {tmp_path / 'out'}\n"
     )
 

@@ -1,9 +1,11 @@
 """`workbench eval watch DIR`: the CLI glue that opens the TUI screen watching an eval run
-(`workbench/tui/screens/eval_run.py`; Textual is imported only once the command runs)."""
+(`workbench/tui/screens/eval_run.py`, opened by name like the TUI itself, so the command line
+never imports Textual until this command runs)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ def add_watch_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def watch_command(argv: list[str]) -> int:
-    """`workbench eval watch ARGS...` from its own argument list (for `eval_cli`)."""
+    """`workbench eval watch ARGS...` from its own argument list (for `workbench/cli/eval.py`)."""
     parser = argparse.ArgumentParser(prog="workbench eval")
     add_watch_parser(parser.add_subparsers())
     return main_watch(parser.parse_args(["watch", *argv]))
@@ -47,7 +49,6 @@ def main_watch(args: argparse.Namespace) -> int:
     if poll <= 0:
         print("workbench eval watch: --poll must be more than 0 seconds", file=sys.stderr)
         return 2
-    from workbench.tui.screens.eval_run import EvalWatchApp
-
-    EvalWatchApp(out_dir, poll_s=poll).run()
+    screen = importlib.import_module("workbench.tui.screens.eval_run")
+    screen.EvalWatchApp(out_dir, poll_s=poll).run()
     return 0

@@ -5,13 +5,13 @@ id (`browsergym/miniwob.click-test`, `browsergym/miniwob`). The model and the re
 configuration come from the usual places (config file, LLM_* and WORKBENCH_* variables,
 `--model`, `--config`); each trial runs headless on a copy of that configuration with its own
 workspace, limits and image (`trial_proc.py`). `workbench eval report DIR` is the report
-(`report.py`, when present).
+(`workbench/eval/report.py`) and `workbench eval watch DIR` the TUI's view of a run
+(`eval_watch.py`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import signal
 import sys
@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a dataset of tasks as trials, each in a fresh sandbox with the agent "
         "headless, scored by the task's verifier.",
         epilog=f"exit codes: {eval_exit.help_list()}\n"
-        "`workbench eval report DIR [--json] [--html FILE]` shows an earlier run's results.",
+        "`workbench eval report DIR [--json] [--html FILE]` shows an earlier run's results;\n"
+        "`workbench eval watch DIR` watches a run in the TUI (its trials, each one's "
+        "conversation).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for names, options in _OPTIONS:
@@ -100,6 +102,10 @@ def eval_command(argv: Sequence[str]) -> int:
     args = list(argv)
     if args[:1] == ["report"]:
         return _report(args[1:])
+    if args[:1] == ["watch"]:
+        from workbench.cli.eval_watch import watch_command
+
+        return watch_command(args[1:])
     parsed = build_parser().parse_args(args)
     from workbench.eval.run import RunOptions, run_eval
     from workbench.eval.task_config import TaskConfigError
@@ -149,7 +155,7 @@ def _check_config(parsed: argparse.Namespace) -> str | None:
     """The configuration the trials will use, checked once here: None, or what is wrong."""
     from pydantic import ValidationError
 
-    from workbench.config import ConfigError, load_config, require_model
+    from workbench.config.load import ConfigError, load_config, require_model
 
     overrides = {"llm.model": parsed.model} if parsed.model else {}
     try:
@@ -161,11 +167,7 @@ def _check_config(parsed: argparse.Namespace) -> str | None:
 
 
 def _report(argv: list[str]) -> int:
-    """`workbench eval report ...`, from `workbench.eval.report` when it is in this build."""
-    try:
-        report = importlib.import_module("workbench.eval.report")
-    except ImportError:
-        print("workbench eval: error: `eval report` is not in this build", file=sys.stderr)
-        return eval_exit.USAGE
-    code: int = report.report_command(argv)
-    return code
+    """`workbench eval report ...`."""
+    from workbench.eval.report import report_command
+
+    return report_command(argv)
