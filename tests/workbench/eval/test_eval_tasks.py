@@ -215,5 +215,5 @@ def test_the_progress_line_on_a_terminal_is_rewritten_in_place() -> None:
 def test_the_docs_list_the_eval_exit_codes() -> None:
     from workbench.eval import eval_exit
 
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "eval.md").read_text()
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "eval.md").read_text()
     assert eval_exit.markdown_table() in docs
