@@ -216,8 +216,6 @@ class WorkbenchApp(App[int]):
 
     def on_mount(self) -> None:
         """Apply the theme's code style, report theme problems, start the background work."""
-        from workbench.tui.start_flow import ask_then_start
-
         if self._theme_problems:
             self.notify(
                 "\n".join(self._theme_problems),
@@ -242,13 +240,7 @@ class WorkbenchApp(App[int]):
             # After the first frames: litellm's import (a thread holding the GIL for long
             # stretches) and the sandbox's start would otherwise hold them up.
             # Not before the start questions are answered (a home folder, another folder).
-            self.call_after_refresh(
-                ask_then_start,
-                self,
-                self.start_questions,
-                lambda: self.set_timer(BACKEND_START_DELAY_S, self._start_backend),
-                self.config,
-            )
+            self.call_after_refresh(self._ask_then_start)
         if self.initial_session is not None:
             self.open_session_file(self.initial_session)
         if self.backend is not None and self.initial_task:
@@ -293,6 +285,14 @@ class WorkbenchApp(App[int]):
         if self.backend is None:
             raise FileNotFoundError(name)
         return await self.backend.load_artifact(name)
+
+    def _ask_then_start(self) -> None:
+        from workbench.tui.start_flow import ask_then_start
+
+        def start() -> None:
+            self.set_timer(BACKEND_START_DELAY_S, self._start_backend)
+
+        ask_then_start(self, self.start_questions, start, self.config)
 
     def _start_backend(self) -> None:
         if self.backend is not None:
