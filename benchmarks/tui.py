@@ -1,8 +1,13 @@
 """TUI benchmark: start-up, key latency, memory, streaming and a 10 000-event session.
 
 Prints progress lines, then ONE JSON object on its last line:
-- `first_paint_s`: process start to the app's first frame on a real terminal (a pty), with the
-  project's bytecode compiled beforehand as an installed copy has it.
+- `first_paint_median_s` vs `baseline_textual_first_paint_median_s`, and their
+  `first_paint_ratio` (target <= 2.5): process start to the first frame on a real terminal (a
+  pty), of the app (its real config and backend, the project's bytecode compiled beforehand
+  as an installed copy has it) and of a bare Textual app (one Static); 7 runs of each,
+  interleaved (the machine's load drifts: each pair sees the same), medians; printed as
+  `first paint: X s vs bare Textual Y s = Z x (target <= 2.5x)`. `--first-paint` runs only this.
+- `first_paint_s`: the app's first paint in the run that goes on to the figures below.
 - `key_latency_ms_p95_startup`: a key every 50 ms for the first 10 s, while litellm is imported
   and the local sandbox starts (the key's handler types into the input box).
 - `idle_rss_mb`: the whole process tree (app, sandbox server, its shell) after 10 s idle with
@@ -26,7 +31,7 @@ Derived, with its target (the final line's `targets` and `targets_met`):
 
 Latency is measured as a person's key travels: from a thread (Textual reads keys in one) into
 the app's event loop, through the handler, back; waiting on the GIL counts.
-Run: `.venv/bin/python benchmarks/tui.py`.
+Run: `.venv/bin/python benchmarks/tui.py [--first-paint]`.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from workbench.tui import (
 from workbench.tui import themes as theme_files
 from workbench.tui import tool_layout as layout
 from workbench.tui.backend import Backend
+from workbench.tui.host import SavedView
 from workbench.tui.key_groups import key_groups
 from workbench.tui.messages import (
     EventArrived,
@@ -54,7 +55,6 @@ from workbench.tui.messages import (
     ShellInputSubmitted,
     TaskWaiting,
 )
-from workbench.tui.saved_sessions import SavedView
 from workbench.tui.tool_layout import NARROW_WIDTH
 from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel

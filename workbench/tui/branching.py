@@ -53,7 +53,8 @@ def branch_at(app: Host, event_id: int, source: Path | None = None) -> None:
     running agent stopped): the next message continues it from there as a new session."""
     from workbench.resume import load_history
     from workbench.session_log import SessionLogError
-    from workbench.tui.saved_sessions import SavedView, show_saved
+    from workbench.tui.host import SavedView
+    from workbench.tui.saved_sessions import show_saved
 
     source = source or session_log_shown(app)
     if source is None:
@@ -95,5 +96,5 @@ def rewind_at(app: Host, event_id: int) -> None:
     open_now = app.saved is None and app.backend is not None and source is not None
     end_session = app.backend.new_session if open_now and app.backend else None
     checkpoints = app.config.checkpoints if app.config is not None else CheckpointsConfig()
-    flow = flow_of(app, event_id, source, checkpoints, end_session, app.branch_at)  # type: ignore[arg-type]
+    flow = flow_of(app, event_id, source, checkpoints, end_session, app.branch_at)
     app.run_worker(flow, group="rewind", exclusive=True)

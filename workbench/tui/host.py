@@ -1,10 +1,12 @@
 """What the app's helper modules (routing, session actions, branching, tool layout, answers,
 hang-up) use of the app: `app.WorkbenchApp` satisfies `Host`; named here, not imported, so
-that the app, which imports those modules, is not imported back."""
+that the app, which imports those modules, is not imported back. `SavedView` is the saved
+session the app shows (its `saved`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -15,7 +17,17 @@ if TYPE_CHECKING:
     from workbench.events import ActionEvent
     from workbench.tui.backend import Backend
     from workbench.tui.messages import ProgressChanged
-    from workbench.tui.saved_sessions import SavedView
+
+
+@dataclass(frozen=True)
+class SavedView:
+    """A saved session on screen that no agent continues yet: read-only until a message is
+    typed, which continues it (from event `upto` on, for a branch) as a new linked session."""
+
+    path: Path
+    session_id: str
+    upto: int | None = None
+    """None: the whole session (resume); else the id of the last event kept (branch)."""
 
 
 class Host(Protocol):
@@ -66,6 +78,9 @@ class Host(Protocol):
 
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
         """Show a screen over the app."""
+
+    async def push_screen_wait(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a screen and wait for its answer."""
 
     def run_worker(self, *args: Any, **kwargs: Any) -> Any:
         """Run work in the background."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         SlashMatchesChanged,
         StrayKey,
     )
+    from workbench.tui.slash_run import SlashTarget
 
 
 def message_queued(app: Host, message: MessageQueued) -> None:
@@ -39,11 +40,11 @@ def slash_matches_changed(app: Host, message: SlashMatchesChanged) -> None:
     app.query_one(SlashPopup).show(message.matches, message.index)
 
 
-def slash_entered(app: Host, message: SlashEntered) -> None:
+def slash_entered(app: SlashTarget, message: SlashEntered) -> None:
     """A slash command was sent: run it (one that is no command: say so)."""
     from workbench.tui.slash_run import run_slash
 
-    run_slash(app, message.parsed)  # type: ignore[arg-type]
+    run_slash(app, message.parsed)
 
 
 def stray_key(app: Host, message: StrayKey) -> None:

@@ -1,12 +1,12 @@
-"""The app's session actions: a new session, a saved one opened read-only, and the message
-that continues it (a resume, or a branch begun) as a new linked session."""
+"""The app's session actions: a new session, a saved one opened read-only (`SavedView`), and
+the message that continues it (a resume, or a branch begun) as a new linked session."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench.tui.host import SavedView
 from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.jupyter import JupyterPane
@@ -17,17 +17,6 @@ from workbench.tui.widgets.status import StatusBar
 if TYPE_CHECKING:
     from workbench.tui.host import Host
     from workbench.tui.messages import PromptSubmitted
-
-
-@dataclass(frozen=True)
-class SavedView:
-    """A saved session on screen that no agent continues yet: read-only until a message is
-    typed, which continues it (from event `upto` on, for a branch) as a new linked session."""
-
-    path: Path
-    session_id: str
-    upto: int | None = None
-    """None: the whole session (resume); else the id of the last event kept (branch)."""
 
 
 def new_session(app: Host) -> None:
@@ -91,7 +80,7 @@ def reread_config(app: Host) -> None:
     app.query_one(ConversationView).set_welcome(app.workspace_shown(), config.llm.model)
     after = config.project_trust
     if after is not None and (before is None or before.digest != after.digest):
-        offer_trust(app, config)  # type: ignore[arg-type]  # the project's file changed
+        offer_trust(app, config)  # the project's file changed: its allow rules wait
 
 
 def sessions_dir(app: Host) -> Path:
