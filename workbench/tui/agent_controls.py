@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from workbench.events import ENDED_STATES
 from workbench.tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
@@ -60,6 +59,8 @@ async def request_quit(app: Host) -> None:
 
 def toggle_pause(app: Host) -> None:
     """Pause or resume the agent."""
+    from workbench.events import ENDED_STATES
+
     if app.backend is None:
         return
     if app.paused:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,12 +24,9 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.css.query import NoMatches
-from textual.events import DescendantFocus, Resize
-from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from sandbox.protocol import CommandFinished, OutputChunk
-from workbench.events import ActionEvent
 from workbench.tui import (
     agent_controls,
     answers,
@@ -44,7 +40,6 @@ from workbench.tui import (
 )
 from workbench.tui import themes as theme_files
 from workbench.tui import tool_layout as layout
-from workbench.tui.backend import Backend
 from workbench.tui.host import SavedView
 from workbench.tui.key_groups import key_groups
 from workbench.tui.messages import (
@@ -68,9 +63,15 @@ from workbench.tui.widgets.tools_summary import ToolsSummary
 
 if TYPE_CHECKING:
     import signal
+    from collections.abc import Callable, Coroutine, Iterable
+
+    from textual.events import DescendantFocus, Resize
+    from textual.screen import Screen
 
     from workbench.config_schema import Config
+    from workbench.events import ActionEvent
     from workbench.start_checks import StartQuestion
+    from workbench.tui.backend import Backend
 
 __all__ = ["NARROW_WIDTH", "SavedView", "WorkbenchApp", "create_app", "key_groups", "run_tui"]
 

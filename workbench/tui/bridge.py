@@ -16,19 +16,20 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.events import Event, LLMActivity
 from workbench.tui.confirmations import Confirmations
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sandbox.protocol import CommandFinished, OutputChunk
     from sandbox.runtimes.base import Runtime
     from workbench.config_schema import Config
     from workbench.controller import Controller
+    from workbench.events import Event, LLMActivity
     from workbench.resume import History
     from workbench.session_log import SessionLog
     from workbench.tools.mcp import McpConnection

@@ -1,8 +1,8 @@
 """Routing session events to the tool panes, the confirmation panel and the status bar (the
 conversation takes every event itself: `ConversationView.add_events`).
 
-The tool registry (which pane shows a tool) is imported at the first event, not before the
-first paint: it loads every tool and the security analyzer.
+The events' models and the tool registry (which pane shows a tool) are imported at the first
+event, not before the first paint (the registry loads every tool and the security analyzer).
 """
 
 from __future__ import annotations
@@ -14,20 +14,6 @@ from textual.screen import ModalScreen
 from textual.widgets import TabbedContent
 
 from sandbox.protocol import ErrorObservation
-from workbench.events import (
-    ENDED_STATES,
-    ActionEvent,
-    ConfirmationDecisionEvent,
-    ConfirmationRequestEvent,
-    ErrorEvent,
-    Event,
-    LLMCallEvent,
-    LLMRetryEvent,
-    MessageEvent,
-    ObservationEvent,
-    StateChangedEvent,
-    ToolResultObservation,
-)
 from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import ConversationView
@@ -37,12 +23,11 @@ from workbench.tui.widgets.shell import ShellPane
 from workbench.tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
+    from workbench.events import ActionEvent, Event, ObservationEvent, StateChangedEvent
     from workbench.tui.host import Host
     from workbench.tui.messages import ProgressChanged
     from workbench.tui.widgets.panes import ToolPane
 
-RUN_STARTS_FROM = frozenset({"idle", *ENDED_STATES})
-"""A `running` state after one of these starts a new run (its steps counted from 0)."""
 RECENT_EVENTS = 300
 """A loaded session fills the tool panes from its last this-many events (all are in the
 conversation)."""
@@ -57,6 +42,8 @@ def feed_event(app: Host, event: Event, live: bool = True) -> None:
 def load_events(app: Host, events: Iterable[Event]) -> None:
     """Show a recorded session: the conversation in one batch (all collapsed), the panes
     with the recent past, the status bar with the totals."""
+    from workbench.events import ENDED_STATES, ActionEvent, LLMCallEvent, StateChangedEvent
+
     batch = list(events)
     status = app.query_one(StatusBar)
     steps, prompt, completion, cost, state = 0, 0, 0, 0.0, status.data.state
@@ -71,7 +58,7 @@ def load_events(app: Host, events: Iterable[Event]) -> None:
             completion += event.completion_tokens
             cost += event.cost
         elif isinstance(event, StateChangedEvent):
-            if event.state == "running" and state in RUN_STARTS_FROM:
+            if event.state == "running" and (state == "idle" or state in ENDED_STATES):
                 run_steps = 0
             state = event.state
     for event in batch[-RECENT_EVENTS:]:
@@ -90,6 +77,18 @@ def load_events(app: Host, events: Iterable[Event]) -> None:
 def route(app: Host, event: Event, live: bool, account: bool = True) -> None:
     """Show `event` where it belongs besides the conversation (`account`: count it in the
     status bar's totals; `live`: it happens now, not in a recording)."""
+    from workbench.events import (
+        ActionEvent,
+        ConfirmationDecisionEvent,
+        ConfirmationRequestEvent,
+        ErrorEvent,
+        LLMCallEvent,
+        LLMRetryEvent,
+        MessageEvent,
+        ObservationEvent,
+        StateChangedEvent,
+    )
+
     if isinstance(event, ActionEvent):
         _action(app, event, live)
     elif isinstance(event, ObservationEvent):
@@ -144,6 +143,7 @@ def _action(app: Host, event: ActionEvent, live: bool) -> None:
 
 
 def _observation(app: Host, event: ObservationEvent) -> None:
+    from workbench.events import ToolResultObservation
     from workbench.tools.registry import REGISTRY
 
     pane = tool_pane(app, REGISTRY.for_observation(event.observation).pane)
@@ -164,8 +164,11 @@ async def _draw_result_image(app: Host, keys: tuple[str, ...], name: str) -> Non
 
 
 def _state(app: Host, event: StateChangedEvent, live: bool) -> None:
+    from workbench.events import ENDED_STATES
+
     status = app.query_one(StatusBar)
-    if event.state == "running" and status.data.state in RUN_STARTS_FROM:
+    ended = status.data.state in ENDED_STATES
+    if event.state == "running" and (status.data.state == "idle" or ended):
         status.set(run_steps=0)  # a new run: the controller counts its steps afresh
     status.set(state=event.state)
     if event.state == "paused" or event.state in ENDED_STATES:

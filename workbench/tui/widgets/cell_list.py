@@ -24,7 +24,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from workbench.tui.cells import Cell
+from workbench.display import Cell
 from workbench.tui.widgets.cell_editor import open_in_editor
 from workbench.tui.widgets.cell_render import MIN_IMAGE_ROWS, body_strips
 

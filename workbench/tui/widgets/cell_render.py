@@ -10,7 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from workbench.tui.cells import Cell
+from workbench.display import Cell
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

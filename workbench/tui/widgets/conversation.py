@@ -2,7 +2,8 @@
 
 An action and its result share one row (`result_cell`): the result, when it comes, replaces
 the action's cell. A model call in flight is the last row (`show_activity`): its elapsed time
-ticks, the reply streams into it, and it goes when the call ends.
+ticks, the reply streams into it, and it goes when the call ends. The events and their cells
+(`cells.py`, which loads every tool) are imported with the first event, after the first paint.
 """
 
 from __future__ import annotations
@@ -19,22 +20,14 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.strip import Strip
 
-from workbench.events import ActionEvent, CheckpointEvent, Event, LLMActivity, ObservationEvent
-from workbench.tui.cells import (
-    Cell,
-    cell_for_event,
-    first_line,
-    llm_call_cell,
-    result_cell,
-    show_diff,
-    thought_cell,
-    with_files,
-)
+from workbench.display import Cell, first_line
 from workbench.tui.messages import BranchRequested, RewindRequested
 from workbench.tui.widgets.cell_list import CellList
 
 if TYPE_CHECKING:
     from textual.timer import Timer
+
+    from workbench.events import ActionEvent, CheckpointEvent, Event, LLMActivity, ObservationEvent
 
 _EVENT_KEY = re.compile(r"e(\d+)")
 OPEN_TAIL = 200
@@ -185,6 +178,9 @@ class ConversationView(CellList):
     def add_events(self, events: Iterable[Event], live: bool = True) -> None:
         """Append the cells of `events` (those the conversation shows); a result goes into
         its action's row."""
+        from workbench.events import ActionEvent, CheckpointEvent, ObservationEvent
+        from workbench.tui.cells import cell_for_event, thought_cell
+
         live_row = self.pop_cell() if self._has_live_row() else None
         base = len(self.cells)
         cells: list[Cell] = []
@@ -218,6 +214,8 @@ class ConversationView(CellList):
     def _note_checkpoint(self, event: CheckpointEvent, cells: list[Cell], base: int) -> None:
         """Show what the step's action changed in the workspace on its row: file counts, the
         files on expand, and their diff once expanded (read from the checkpoint store)."""
+        from workbench.tui.cells import with_files
+
         before, self._last_commit = self._last_commit, event.commit
         row = self._awaiting(event.cause, result=False)
         if row is None or not (event.added or event.changed or event.deleted):
@@ -234,6 +232,8 @@ class ConversationView(CellList):
     def action_toggle_cell(self) -> None:
         """Expand or collapse the cell under the cursor; a row whose step changed files
         shows their diff when it first opens."""
+        from workbench.tui.cells import show_diff
+
         cell = self.current()
         if cell is not None and not cell.expanded and cell.key in self._diffs:
             before, after = self._diffs.pop(cell.key)
@@ -265,6 +265,8 @@ class ConversationView(CellList):
     ) -> bool:
         """Put `result` into its action's row (in `cells`, the batch starting at row `base`,
         or already shown); False when the result has no cell of its own."""
+        from workbench.tui.cells import result_cell
+
         index, action = waiting.index, waiting.action
         if index >= base:  # in this batch: changed in place, laid out with the batch
             return result_cell(action, result, cells[index - base]) is not None
@@ -296,6 +298,8 @@ class ConversationView(CellList):
         return bool(self.cells) and self.cells[-1].key == _LIVE_KEY
 
     def _draw_activity(self) -> None:
+        from workbench.tui.cells import llm_call_cell
+
         if self._activity is None:
             return
         cell = llm_call_cell(self._activity, self.clock(), self._retries)

@@ -9,11 +9,14 @@ artifact loader and drawn as half-cell blocks, so they work in any terminal.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from sandbox.protocol import IPythonAction, IPythonObservation
-from workbench.events import ActionEvent, ObservationEvent
-from workbench.tui.cells import Cell, Role, first_line, last_line, strip_ansi
+from workbench.display import Cell, Role, first_line, last_line, strip_ansi
 from workbench.tui.widgets.cell_list import CellList
+
+if TYPE_CHECKING:
+    from workbench.events import ActionEvent, ObservationEvent
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
 LIVE_FLUSH_S = 0.05

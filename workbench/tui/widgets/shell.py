@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, Static
@@ -24,9 +23,13 @@ from sandbox.protocol import (
     OutputChunk,
 )
 from workbench.display import strip_ansi
-from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.messages import ShellInputSubmitted
 from workbench.tui.widgets.output_view import OutputView
+
+if TYPE_CHECKING:
+    from textual.app import ComposeResult
+
+    from workbench.events import ActionEvent, ObservationEvent
 
 FLUSH_INTERVAL_S = 0.05
 
