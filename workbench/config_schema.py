@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from sandbox.protocol import DEFAULT_SOFT_TIMEOUT_S
+from sandbox.defaults import DEFAULT_SOFT_TIMEOUT_S
 
 Runtime = Literal["local", "docker", "remote"]
 Isolation = Literal["auto", "none", "bwrap"]

@@ -26,7 +26,6 @@ from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from sandbox.protocol import CommandFinished, OutputChunk
 from workbench.tui import (
     agent_controls,
     answers,
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
     from textual.events import DescendantFocus, Resize
     from textual.screen import Screen
 
+    from sandbox.protocol import CommandFinished, OutputChunk
     from workbench.config_schema import Config
     from workbench.events import ActionEvent
     from workbench.start_checks import StartQuestion
@@ -344,6 +344,8 @@ class WorkbenchApp(App[int]):
     def feed_output(self, event: OutputChunk | CommandFinished) -> None:
         """Live output of the shell or a Jupyter cell (any thread): buffered, drawn by the
         pane's timer."""
+        from sandbox.protocol import OutputChunk  # the protocol's models: after the first paint
+
         if isinstance(event, OutputChunk) and event.source == "jupyter":
             self.query_one(JupyterPane).feed(event.data)
         else:

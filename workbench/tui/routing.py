@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from textual.screen import ModalScreen
 from textual.widgets import TabbedContent
 
-from sandbox.protocol import ErrorObservation
 from workbench.tui.widgets.browser import BrowserPane
 from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import ConversationView
@@ -143,6 +142,7 @@ def _action(app: Host, event: ActionEvent, live: bool) -> None:
 
 
 def _observation(app: Host, event: ObservationEvent) -> None:
+    from sandbox.protocol import ErrorObservation
     from workbench.events import ToolResultObservation
     from workbench.tools.registry import REGISTRY
 

@@ -17,7 +17,6 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
-from sandbox.protocol import BrowseObservation
 from workbench.tui.halfcell import HalfcellImage, open_image
 from workbench.tui.widgets.output_view import OutputView
 
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from textual.app import ComposeResult
 
+    from sandbox.protocol import BrowseObservation
     from workbench.events import ActionEvent, ObservationEvent
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
@@ -80,6 +80,10 @@ class BrowserPane(Vertical, can_focus=True):
 
     def show_observation(self, event: ObservationEvent) -> None:
         """A browser action's result."""
+        from sandbox.protocol import (
+            BrowseObservation,  # the protocol's models: after the first paint
+        )
+
         if isinstance(event.observation, BrowseObservation):
             self.show(event.observation)
 
