@@ -1,8 +1,13 @@
 """TUI benchmark: start-up, key latency, memory, streaming and a 10 000-event session.
 
 Prints progress lines, then ONE JSON object on its last line:
-- `first_paint_s`: process start to the app's first frame on a real terminal (a pty), with the
-  project's bytecode compiled beforehand as an installed copy has it.
+- `first_paint_median_s` vs `baseline_textual_first_paint_median_s`, and their
+  `first_paint_ratio` (target <= 2.5): process start to the first frame on a real terminal (a
+  pty), of the app (its real config and backend, the project's bytecode compiled beforehand
+  as an installed copy has it) and of a bare Textual app (one Static); 7 runs of each,
+  interleaved (the machine's load drifts: each pair sees the same), medians; printed as
+  `first paint: X s vs bare Textual Y s = Z x (target <= 2.5x)`. `--first-paint` runs only this.
+- `first_paint_s`: the app's first paint in the run that goes on to the figures below.
 - `key_latency_ms_p95_startup`: a key every 50 ms for the first 10 s, while litellm is imported
   and the local sandbox starts (the key's handler types into the input box).
 - `idle_rss_mb`: the whole process tree (app, sandbox server, its shell) after 10 s idle with
@@ -26,7 +31,7 @@ Derived, with its target (the final line's `targets` and `targets_met`):
 
 Latency is measured as a person's key travels: from a thread (Textual reads keys in one) into
 the app's event loop, through the handler, back; waiting on the GIL counts.
-Run: `.venv/bin/python benchmarks/tui.py`.
+Run: `.venv/bin/python benchmarks/tui.py [--first-paint]`.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -46,6 +52,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 IDLE_RSS_ABOVE_FLOOR_TARGET_MB = 45
+FIRST_PAINT_RATIO_TARGET = 2.5
+"""The app's first paint over a bare Textual app's, both medians of the same run."""
+FIRST_PAINT_RUNS = 7
 
 
 def p95(values: list[float]) -> float:
@@ -115,9 +124,9 @@ class KeyProbe(threading.Thread):
 # --------------------------------------------------------------------------- start-up (child)
 
 
-def child_startup(out: Path, started: float, code: Path) -> None:
+def child_startup(out: Path, started: float, code: Path, paint_only: bool = False) -> None:
     """Run in a pty: the real app (imported from the compiled copy `code`), real backend;
-    write the start-up figures to `out`."""
+    write the start-up figures to `out` (with `paint_only`, the first paint alone, then quit)."""
     sys.path.insert(0, str(code))
     from workbench.config.load import load_config
     from workbench.tui.app import WorkbenchApp, create_app
@@ -164,17 +173,22 @@ def child_startup(out: Path, started: float, code: Path) -> None:
         result["compiled_copy"] = Path(str(sys.modules["workbench"].__file__)).is_relative_to(code)
         await app.action_quit()
 
+    async def leave() -> None:
+        result["litellm_loaded_at_paint"] = "litellm" in sys.modules
+        await app.action_quit()
+
     def painted() -> None:
         result["first_paint_s"] = round(time.time() - started, 3)
-        app.run_worker(measure())
+        app.run_worker(leave() if paint_only else measure())
 
     app.call_after_refresh(painted)
     app.run()
     out.write_text(json.dumps(result))
 
 
-def child_bare_textual(out: Path, started: float) -> None:
-    """Run in a pty: a bare Textual app; write its first paint and its memory to `out`."""
+def child_bare_textual(out: Path, started: float, paint_only: bool = False) -> None:
+    """Run in a pty: a bare Textual app; write its first paint and its memory to `out` (with
+    `paint_only`, the first paint alone)."""
     from textual.app import App, ComposeResult
     from textual.widgets import Static
 
@@ -189,7 +203,10 @@ def child_bare_textual(out: Path, started: float) -> None:
 
         def painted(self) -> None:
             result["baseline_textual_first_paint_s"] = round(time.time() - started, 3)
-            self.set_timer(2, self.measure)
+            if paint_only:
+                self.exit()
+            else:
+                self.set_timer(2, self.measure)
 
         def measure(self) -> None:
             result["baseline_textual_rss_mb"] = round(tree_rss_mb(os.getpid()), 1)
@@ -280,6 +297,46 @@ def installed_copy() -> Path:
         capture_output=True,
     )
     return root
+
+
+def bench_first_paint(runs: int = FIRST_PAINT_RUNS) -> dict[str, Any]:
+    """First paint of the app and of a bare Textual app, `runs` times each, interleaved (the
+    machine's load drifts: each pair sees the same), from one compiled copy; medians and ratio."""
+    code = installed_copy()
+    ours: list[float] = []
+    bare: list[float] = []
+    try:
+        for run in range(runs):
+            folder = Path(tempfile.mkdtemp(prefix="tui-bench-"))
+            pair = [("bare", folder / "bare.json"), ("ours", folder / "ours.json")]
+            for kind, out in pair if run % 2 == 0 else pair[::-1]:
+                if kind == "bare":
+                    args = ["--child-bare", str(out), str(time.time()), "paint-only"]
+                    got = _spawn_in_pty(args, out)
+                    bare.append(got["baseline_textual_first_paint_s"])
+                else:
+                    args = ["--child-startup", str(out), str(time.time()), str(code), "paint-only"]
+                    got = _spawn_in_pty(args, out)
+                    ours.append(got["first_paint_s"])
+                    if got.get("litellm_loaded_at_paint"):
+                        raise RuntimeError("litellm was imported before the first paint")
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(code, ignore_errors=True)
+    ours_s, bare_s = statistics.median(ours), statistics.median(bare)
+    ratio = ours_s / bare_s
+    print(
+        f"first paint: {ours_s:.3f} s vs bare Textual {bare_s:.3f} s = {ratio:.2f} x "
+        f"(target <= {FIRST_PAINT_RATIO_TARGET}x; medians of {runs} interleaved runs)",
+        flush=True,
+    )
+    return {
+        "first_paint_median_s": round(ours_s, 3),
+        "baseline_textual_first_paint_median_s": round(bare_s, 3),
+        "first_paint_ratio": round(ratio, 2),
+        "first_paint_runs_s": ours,
+        "baseline_textual_first_paint_runs_s": bare,
+    }
 
 
 def bench_startup() -> dict[str, Any]:
@@ -460,6 +517,11 @@ def in_child(kind: str, arg: str = "") -> dict[str, Any]:
 def main() -> None:
     """Run every part and print the summary line."""
     results: dict[str, Any] = {}
+    print(f"first paint, {FIRST_PAINT_RUNS} runs of each, interleaved ...", flush=True)
+    results |= bench_first_paint()
+    if "--first-paint" in sys.argv:
+        print(json.dumps(results))
+        return
     print("start-up in a pty (about 25 s) ...", flush=True)
     results |= bench_startup()
     print("baselines: a bare Textual app, bare Python, bare litellm ...", flush=True)
@@ -475,16 +537,26 @@ def main() -> None:
     met = above <= IDLE_RSS_ABOVE_FLOOR_TARGET_MB
     target = f"<= {IDLE_RSS_ABOVE_FLOOR_TARGET_MB}"
     print(f"target idle_rss_above_floor_mb {target}: {above}, {'met' if met else 'NOT MET'}")
-    results["targets"] = {"idle_rss_above_floor_mb": target}
-    results["targets_met"] = {"idle_rss_above_floor_mb": met}
+    ratio = results["first_paint_ratio"]
+    paint_met = ratio <= FIRST_PAINT_RATIO_TARGET
+    print(
+        f"target first_paint_ratio <= {FIRST_PAINT_RATIO_TARGET}: {ratio}, "
+        f"{'met' if paint_met else 'NOT MET'}"
+    )
+    results["targets"] = {
+        "idle_rss_above_floor_mb": target,
+        "first_paint_ratio": f"<= {FIRST_PAINT_RATIO_TARGET}",
+    }
+    results["targets_met"] = {"idle_rss_above_floor_mb": met, "first_paint_ratio": paint_met}
     print(json.dumps(results))
 
 
 if __name__ == "__main__":
+    paint_only = sys.argv[-1] == "paint-only"
     if len(sys.argv) > 1 and sys.argv[1] == "--child-startup":
-        child_startup(Path(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4]))
+        child_startup(Path(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4]), paint_only)
     elif len(sys.argv) > 1 and sys.argv[1] == "--child-bare":
-        child_bare_textual(Path(sys.argv[2]), float(sys.argv[3]))
+        child_bare_textual(Path(sys.argv[2]), float(sys.argv[3]), paint_only)
     elif len(sys.argv) > 1 and sys.argv[1].startswith("--child-"):
         run_child(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
     else:

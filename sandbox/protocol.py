@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from sandbox.defaults import DEFAULT_SOFT_TIMEOUT_S as DEFAULT_SOFT_TIMEOUT_S
+
 PROTOCOL_VERSION = 1
 
-DEFAULT_SOFT_TIMEOUT_S = 10.0
-"""A running command with no new output for this long returns with exit code -1."""
 MAX_TIMEOUT_S = 86_400.0
 """Longest timeout an action may ask for (a day)."""
 MAX_LINE_NUMBER = 1_000_000_000

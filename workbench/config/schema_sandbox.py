@@ -14,7 +14,7 @@ from pydantic import (
     field_validator,
 )
 
-from sandbox.protocol import DEFAULT_SOFT_TIMEOUT_S
+from sandbox.defaults import DEFAULT_SOFT_TIMEOUT_S
 from workbench.config.section import Isolation, NetworkMode, Runtime, Section
 
 DEFAULT_NETWORK_ALLOW = (

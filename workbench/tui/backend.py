@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sandbox.protocol import CommandFinished, OutputChunk
+if TYPE_CHECKING:
+    from sandbox.protocol import CommandFinished, OutputChunk
 
 
 @dataclass(frozen=True)

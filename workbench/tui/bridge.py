@@ -16,20 +16,20 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.events import ActionEvent, ConfirmationRequestEvent, Event, LLMActivity
+from workbench.tui.confirmations import Confirmations
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sandbox.protocol import CommandFinished, OutputChunk
     from sandbox.runtimes.base import Runtime
     from workbench.config.schema import Config
     from workbench.controller.loop import Controller
-    from workbench.security.net_gate import NetAnswer, NetQuestion
-    from workbench.security.policy import Decision
+    from workbench.events import Event, LLMActivity
     from workbench.session.log import SessionLog
     from workbench.session.resume import History
     from workbench.tools.mcp import McpConnection
@@ -72,9 +72,7 @@ class ControllerBackend:
         self._abandoned = False
         """A new session was asked for while a task waited for start-up: it is given back."""
         """Messages sent while `_starting`: they go to the agent right after the task."""
-        self._pending: dict[int, asyncio.Future[tuple[str, tuple[str, ...], Path | None, str]]] = {}
-        self._waiting: dict[int, ActionEvent] = {}
-        """The actions whose confirmation is pending, by their id."""
+        self.confirmations = Confirmations(config, config_path, lambda: self.app, self._workspace)
         self._history: History | None = None
         """A saved session the next session continues (`continue_session`)."""
         self._runtime_used = False
@@ -274,9 +272,9 @@ class ControllerBackend:
                 self.runtime,
                 llm,
                 self.session,
-                confirm=self._confirm,
+                confirm=self.confirmations.confirm,
                 mcp=mcp,
-                net_ask=self._net_ask,
+                net_ask=self.confirmations.net_ask,
             )
         except BaseException:
             self.session.close()
@@ -325,55 +323,6 @@ class ControllerBackend:
 
     # ------------------------------------------------------------------ confirmations
 
-    async def _confirm(self, action: ActionEvent, request: ConfirmationRequestEvent) -> Decision:
-        from workbench.security.policy import Decision
-
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[tuple[str, tuple[str, ...], Path | None, str]] = loop.create_future()
-        self._pending[request.cause] = future
-        self._waiting[request.cause] = action
-        try:
-            answer, rules, target, reason = await future
-        finally:
-            self._pending.pop(request.cause, None)
-            self._waiting.pop(request.cause, None)
-        if answer == "reject":
-            said = f"; the person said: {reason}" if reason else ""
-            return Decision("reject", "user", f"rejected in the TUI{said}")
-        if answer in ("always", "session") and rules:
-            self._add_allow_rules(rules, target, save=answer == "always")
-            names = ", ".join(f"allow:{rule}" for rule in rules)
-            said = "always allowed" if answer == "always" else "allowed for this session"
-            return Decision("approve", names, f"{said} in the TUI")
-        return Decision("approve", "user", "approved in the TUI")
-
-    async def _net_ask(self, question: NetQuestion) -> NetAnswer:
-        """Ask the person about a host not on the allowlist (the connection waits); "always"
-        saves `net:HOST` where "always allow" saves its rules (the person's config file)."""
-        from workbench.security.net_rules import host_rule
-        from workbench.tui.messages import NetworkAsked
-
-        if self.app is None:
-            return "reject"
-        future: asyncio.Future[NetAnswer] = asyncio.get_running_loop().create_future()
-
-        def answered(answer: str) -> None:
-            if not future.done():
-                known = answer in ("once", "session", "always")
-                future.set_result(answer if known else "reject")  # type: ignore[arg-type]
-
-        self.app.post_message(NetworkAsked(question, answered))
-        try:
-            answer = await future
-        except asyncio.CancelledError:  # withdrawn: the run ended before the person answered
-            from workbench.tui.messages import NetworkAskWithdrawn
-
-            self.app.post_message(NetworkAskWithdrawn(question))
-            raise
-        if answer == "always":
-            self._add_allow_rules([host_rule(question.host)], None)
-        return answer
-
     def _workspace(self) -> str:
         """The workspace as the policy sees it (the sandbox's path)."""
         from workbench.config.places import workspace_of
@@ -384,76 +333,11 @@ class ControllerBackend:
 
     def allow_offer(self, cause: int) -> AllowOffer | None:
         """The rules "always allow" proposes for the waiting action, and where they can go."""
-        from workbench.config.load import project_config_file
-        from workbench.config.places import workspace_of
-        from workbench.paths import default_config_file
-        from workbench.security.allow_rules import propose
-        from workbench.security.policy import subject_of
-        from workbench.tui.backend import AllowOffer
-
-        waiting = self._waiting.get(cause)
-        if waiting is None:
-            return None
-        proposal = propose(waiting.action, self.config.security, self._workspace())
-        subject = subject_of(waiting.action)
-        user_file = self.config_path or self.config.source_file or default_config_file()
-        targets = (
-            ("this project", project_config_file(workspace_of(self.config))),
-            ("you, in every project", user_file),
-            ("this session only (saved nowhere)", None),
-        )
-        text = subject.text if subject is not None else ""
-        return AllowOffer(text, proposal.rules, proposal.refused, targets)
+        return self.confirmations.allow_offer(cause)
 
     def allow_rule_errors(self, cause: int, rules: Sequence[str]) -> list[str]:
         """What is wrong with rules edited for the waiting action `cause`."""
-        from workbench.security.allow_rules import rule_errors
-
-        waiting = self._waiting.get(cause)
-        if waiting is None:
-            return ["the action is no longer waiting"]
-        if not rules:
-            return ["give at least one rule, or press escape to go back"]
-        return rule_errors(list(rules), waiting.action, self.config.security, self._workspace())
-
-    def _add_allow_rules(
-        self, rules: Sequence[str], target: Path | None, *, save: bool = True
-    ) -> None:
-        """Apply `rules` from now on and (`save`) save them to `target` (the user's file by
-        default)."""
-        from workbench.config.edit import add_to_list
-        from workbench.config.load import ConfigError
-        from workbench.paths import default_config_file
-
-        current = self.config.security.allow
-        self.config.security.allow = [*current, *(rule for rule in rules if rule not in current)]
-        if not save:
-            listed = ", ".join(map(repr, rules))
-            self._notify(f"Allowed {listed} for this session (saved nowhere)")
-            return
-        path = target or self.config_path or self.config.source_file or default_config_file()
-        try:
-            with self._person_edit(path):
-                for rule in rules:
-                    add_to_list(path, "security.allow", rule)
-        except (ConfigError, OSError) as exc:
-            failed = f"Allowed for this session only; saving to {path} failed: {exc}"
-            self._notify(failed, "warning")
-        else:
-            listed = ", ".join(map(repr, rules))
-            self._notify(f"Saved allow rule{'s' if len(rules) > 1 else ''} {listed} to {path}")
-
-    def _person_edit(self, path: Path) -> contextlib.AbstractContextManager[None]:
-        """Around the person's own edit of `path`: the project's config stays trusted if it
-        was (their rule must not ask them for trust); any other file needs nothing."""
-        from workbench.config.load import project_config_file
-        from workbench.config.places import workspace_of
-        from workbench.config.project_trust import keep_trust
-
-        if Path(path).resolve() == project_config_file(workspace_of(self.config)).resolve():
-            state = self.config.project_trust  # the records this config was checked against
-            return keep_trust(path, state.store if state is not None else None)
-        return contextlib.nullcontext()
+        return self.confirmations.allow_rule_errors(cause, rules)
 
     def settings_changed(self) -> None:
         """The settings screen changed the config: the running session's step limit follows
@@ -471,9 +355,7 @@ class ControllerBackend:
     ) -> None:
         """The person answered the confirmation about action `cause` (with "always": the
         rules to save, and the file; with a rejection, maybe why)."""
-        future = self._pending.get(cause)
-        if future is not None and not future.done():
-            future.set_result((answer, tuple(rules), target, reason))
+        self.confirmations.answer(cause, (answer, tuple(rules), target, reason))
 
     # ------------------------------------------------------------------ the shell and files
 
@@ -512,9 +394,7 @@ class ControllerBackend:
         """Stop the running task."""
         if self.controller is not None:
             self.controller.stop()
-        for future in self._pending.values():
-            if not future.done():
-                future.set_result(("reject", (), None, ""))
+        self.confirmations.reject_all()
 
     def condense_now(self) -> bool:
         """Condense the history before the next LLM call; False when no session is open."""

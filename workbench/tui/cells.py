@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from sandbox.checkpoints import Changes
+from sandbox.checkpoint_changes import Changes
 from workbench.display import (
     BodyFormat,
     Cell,
@@ -43,7 +44,9 @@ from workbench.events import (
     ObservationEvent,
     StateChangedEvent,
 )
-from workbench.tools.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from workbench.tools.registry import ToolRegistry
 
 __all__ = [
     "Cell",
@@ -84,11 +87,19 @@ def decision_title(event: ConfirmationDecisionEvent) -> str:
     return title
 
 
+def _tools() -> ToolRegistry:
+    """The tool registry: imported at the first cell, not before the first paint (it loads
+    every tool and the security analyzer)."""
+    from workbench.tools.registry import REGISTRY
+
+    return REGISTRY
+
+
 def thought_cell(event: Event, live: bool = False) -> Cell | None:
     """What the agent said alongside a tool call, as its own agent cell (None if nothing)."""
     if not isinstance(event, ActionEvent):
         return None
-    if not REGISTRY.for_action(event.action).reply_text_cell:
+    if not _tools().for_action(event.action).reply_text_cell:
         return None
     thought = event.thought.strip()
     if not thought:
@@ -118,10 +129,10 @@ def cell_for_event(event: Event, live: bool = False) -> Cell | None:
         return _message(key, "agent", "●", event.text, "markdown", live)
     if isinstance(event, ActionEvent):
         # What the agent said beside the call is a cell of its own (`thought_cell`).
-        return REGISTRY.for_action(event.action).action_cell(key, event.action)
+        return _tools().for_action(event.action).action_cell(key, event.action)
     if isinstance(event, ObservationEvent):
         obs = event.observation
-        return REGISTRY.for_observation(obs).observation_cell(key, obs)
+        return _tools().for_observation(obs).observation_cell(key, obs)
     if isinstance(event, AgentErrorEvent):
         body = f"{event.content}\n\narguments: {event.arguments}"
         return Cell(
@@ -203,12 +214,14 @@ def result_cell(
     """One row for an action and its result: the action's cell (`cell`, changed in place, or
     a new one), its outcome at the right (None when the result has no cell: the action's own
     cell stays as it is)."""
-    outcome = REGISTRY.for_observation(observation.observation).observation_cell(
-        f"e{observation.id}", observation.observation
+    outcome = (
+        _tools()
+        .for_observation(observation.observation)
+        .observation_cell(f"e{observation.id}", observation.observation)
     )
     if outcome is None:
         return None
-    tool = REGISTRY.for_action(action.action)
+    tool = _tools().for_action(action.action)
     if cell is None:
         cell = tool.action_cell(f"e{action.id}", action.action)
     return tool.result_cell(cell, action.action, outcome)

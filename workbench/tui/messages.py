@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from textual.message import Message
 
-from workbench.events import Event, LLMActivity
-from workbench.tui.slash import Refused, Run, SlashCommand
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from workbench.events import Event, LLMActivity
+    from workbench.tui.slash import Refused, Run, SlashCommand
 
 ConfirmAnswer = Literal["approve", "reject", "always"]
 

@@ -18,6 +18,7 @@ from textual.widgets import Input, Static
 
 from workbench.replay.recording import Recording
 from workbench.replay.timeline import Timeline, pause_between
+from workbench.tui import routing, saved_sessions
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PromptInput
@@ -67,9 +68,9 @@ class ReplayApp(WorkbenchApp):
         self.autoplay = autoplay
         self._timer: Timer | None = None
 
-    def _workspace_shown(self) -> str:
+    def workspace_shown(self) -> str:
         """The recorded session's workspace, not the folder the player was started in."""
-        return self.recording.workspace or super()._workspace_shown()
+        return self.recording.workspace or super().workspace_shown()
 
     def compose(self) -> ComposeResult:
         """The usual panes, then the player's bar and its (hidden) step box."""
@@ -98,12 +99,12 @@ class ReplayApp(WorkbenchApp):
 
     def _feed(self, events: list[Any]) -> None:
         for event in events:
-            self.feed_event(event, live=False)
+            routing.feed_event(self, event, live=False)
 
     def _reload(self) -> None:
         """Show exactly the events before the timeline's position (after a move back)."""
-        self.action_new_session()
-        self.load_events(self.timeline.events[: self.timeline.position])
+        saved_sessions.new_session(self)
+        routing.load_events(self, self.timeline.events[: self.timeline.position])
 
     def _tick(self) -> None:
         self._timer = None

@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
-
-from textual.app import App
+from typing import Any, Protocol
 
 from sandbox.checkpoints import CheckpointError
 from workbench.checkpoints.points import CheckpointCommandError
@@ -23,8 +21,18 @@ from workbench.tui.screens.rewind import RewindScreen
 FAILURES = (CheckpointCommandError, CheckpointError, SessionLogError, OSError, ValueError)
 
 
+class Asker(Protocol):
+    """What the rewind uses of the app (Textual's own methods)."""
+
+    def notify(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a toast."""
+
+    async def push_screen_wait(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a screen and wait for its answer."""
+
+
 async def rewind_here(
-    app: App[Any],
+    app: Asker,
     event_id: int,
     source: Path | None,
     checkpoints: CheckpointsConfig,

@@ -7,20 +7,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.exit_codes import WORKSPACE_REFUSED
 from workbench.tui.screens.start import StartConfirmScreen, TrustProjectScreen
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from workbench.config.schema import Config
     from workbench.session.start_checks import StartQuestion
 
 
+class Asker(Protocol):
+    """What the start questions use of the app (Textual's own methods)."""
+
+    def notify(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a toast."""
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """Show a screen over the app."""
+
+    def exit(self, *args: Any, **kwargs: Any) -> Any:
+        """End the app."""
+
+
 def ask_then_start(
-    app: App[Any],
+    app: Asker,
     questions: Sequence[StartQuestion],
     start: Callable[[], None],
     config: Config | None,
@@ -44,7 +55,7 @@ def ask_then_start(
     answered()
 
 
-def offer_trust(app: App[Any], config: Config | None) -> None:
+def offer_trust(app: Asker, config: Config | None) -> None:
     """The project's config of `config` has allow rules waiting for trust: ask."""
     state = config.project_trust if config is not None else None
     if config is None or state is None or not state.withheld:

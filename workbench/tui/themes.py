@@ -11,10 +11,13 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 DEFAULT_THEME = "workbench-dark"
 DEFAULT_PYGMENTS = {True: "monokai", False: "friendly"}
@@ -160,3 +163,22 @@ def load_themes(folders: Iterable[Path]) -> LoadedThemes:
             loaded.themes[theme.name] = theme
             loaded.pygments[theme.name] = style
     return loaded
+
+
+def install(app: App[Any], wanted: str, user_themes: Path | None) -> tuple[LoadedThemes, list[str]]:
+    """Register the built-in themes and the person's (in `user_themes`) with `app` and use
+    `wanted` (the default when it is missing); the themes and the problems to report."""
+    folders = [builtin_themes_dir()]
+    if user_themes is not None:
+        folders.append(user_themes)
+    loaded = load_themes(folders)
+    for theme in loaded.themes.values():
+        app.register_theme(theme)
+    problems = list(loaded.errors)
+    if wanted in app.available_themes:
+        app.theme = wanted
+    else:
+        problems.append(f"Theme {wanted!r} not found; using {DEFAULT_THEME}.")
+        if DEFAULT_THEME in app.available_themes:
+            app.theme = DEFAULT_THEME
+    return loaded, problems

@@ -12,20 +12,21 @@ import io
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
-from sandbox.protocol import BrowseObservation
-from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.halfcell import HalfcellImage, open_image
 from workbench.tui.widgets.output_view import OutputView
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
     from rich.console import RenderableType
+    from textual.app import ComposeResult
+
+    from sandbox.protocol import BrowseObservation
+    from workbench.events import ActionEvent, ObservationEvent
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
 EMPTY_TEXT = "No page yet. Pages the agent opens show here (t: page text)."
@@ -79,6 +80,10 @@ class BrowserPane(Vertical, can_focus=True):
 
     def show_observation(self, event: ObservationEvent) -> None:
         """A browser action's result."""
+        from sandbox.protocol import (
+            BrowseObservation,  # the protocol's models: after the first paint
+        )
+
         if isinstance(event.observation, BrowseObservation):
             self.show(event.observation)
 

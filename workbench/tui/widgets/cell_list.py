@@ -10,10 +10,6 @@ expands, c copies, e opens the cell in $EDITOR.
 from __future__ import annotations
 
 import bisect
-import os
-import shlex
-import subprocess
-import tempfile
 from collections import OrderedDict
 from collections.abc import Iterable
 from itertools import accumulate
@@ -28,15 +24,13 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from workbench.tui.cells import Cell
+from workbench.display import Cell
+from workbench.tui.widgets.cell_editor import open_in_editor
+from workbench.tui.widgets.cell_render import MIN_IMAGE_ROWS, body_strips
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    pass
 
-MAX_BODY_LINES = 400
-"""An expanded body shows at most this many rows; the rest is one `e` (editor) away."""
-MIN_IMAGE_ROWS = 12
-"""Images are drawn at most as high as the view, but never cut below this many rows."""
 _CACHE_SIZE = 256
 _INLINE_INDENT = 4
 """Columns before an inline cell's text: the marker, the icon and a space."""
@@ -271,24 +265,6 @@ class CellList(ScrollView, can_focus=True):
             self._styles[role] = style
         return style
 
-    def _renderable(self, body: str, body_format: str, lexer: str) -> RenderableType:
-        if body.count("\n") > MAX_BODY_LINES:
-            lines = body.splitlines()
-            body = "\n".join(lines[:MAX_BODY_LINES])
-            body += f"\n… {len(lines) - MAX_BODY_LINES} more lines (e: open in $EDITOR)"
-        # Markdown and Syntax pull in markdown-it and Pygments (~80 ms): not before the first paint.
-        if body_format == "markdown":
-            from rich.markdown import Markdown
-
-            return Markdown(body, code_theme=self._pygments)
-        if body_format == "code":
-            from rich.syntax import Syntax
-
-            return Syntax(
-                body, lexer, theme=self._pygments, word_wrap=True, background_color="default"
-            )
-        return Text(body)
-
     def _body(self, cell: Cell) -> list[Strip]:
         cached = self._bodies.get(cell.key)
         if cached is not None:
@@ -298,61 +274,21 @@ class CellList(ScrollView, can_focus=True):
         self._body_width = width
         self._body_height = self.scrollable_content_region.height
         inner = max(8, width - (_INLINE_INDENT if cell.inline else 2))
-        console = self.app.console
-        options = console.options.update(
-            width=inner, min_width=inner, max_width=inner, height=None, highlight=False
-        )
         base = self.base_style
         if cell.inline:  # the text wraps under its first row, which the title row shows
             gutter = Segment(" " * _INLINE_INDENT, base)
         else:
             gutter = Segment("│ ", base + self._style(cell.role) + Style(dim=True))
-        # Code styles paint their own background; the pane's background wins.
-        flat = Style(bgcolor=base.bgcolor)
-        strips: list[Strip] = []
-        sections = [(cell.body, cell.body_format, cell.lexer)] if cell.body else []
-        sections += [(part.text, part.body_format, part.lexer) for part in cell.more if part.text]
-        for number, section in enumerate(sections):
-            if number:
-                strips.append(Strip([gutter]))
-            lines = console.render_lines(self._renderable(*section), options, pad=False)
-            # Markdown pads its paragraphs, and a text's final newline makes a row: no blank
-            # rows at the end (nor, where the text starts on the title row, at the start).
-            while lines and not "".join(seg.text for seg in lines[-1]).strip():
-                lines.pop()
-            while cell.inline and lines and not "".join(seg.text for seg in lines[0]).strip():
-                lines.pop(0)
-            strips.extend(Strip([gutter, *Segment.apply_style(line, base, flat)]) for line in lines)
-        if cell.image is not None:
-            strips.extend(
-                Strip([gutter, *Segment.apply_style(line, base)])
-                for line in self._image_lines(cell, inner)
-            )
+        # Images: at most a view's height (so they can be seen whole), unless that is too
+        # small to read: then they scroll, or F6 maximizes the pane.
+        rows = max(MIN_IMAGE_ROWS, self.scrollable_content_region.height - 2)
+        kitty = getattr(self.app, "image_mode", "halfcell") == "kitty"
+        console = self.app.console
+        strips = body_strips(cell, console, inner, gutter, base, self._pygments, (rows, kitty))
         self._bodies[cell.key] = strips
         if len(self._bodies) > _CACHE_SIZE:
             self._bodies.popitem(last=False)
         return strips
-
-    def _image_lines(self, cell: Cell, width: int) -> list[list[Segment]]:
-        from workbench.tui.halfcell import HalfcellImage, open_image
-
-        try:
-            # At most a view's height (so it can be seen whole), unless that is too small to
-            # read: then it scrolls, or F6 maximizes the pane.
-            rows = max(MIN_IMAGE_ROWS, self.scrollable_content_region.height - 2)
-            image = HalfcellImage(open_image(cell.image or b""), max_rows=rows)
-            options = self.app.console.options.update(width=width, height=None)
-            if getattr(self.app, "image_mode", "halfcell") == "kitty":
-                # The Kitty protocol draws in placeholder characters, which rows of text can
-                # hold (Sixel draws over cells: only the browser pane's own widget can).
-                from textual_image.renderable.tgp import Image as KittyImage
-
-                columns, shown = image.size(width, rows)
-                picture = KittyImage(image.image, width=columns, height=shown)
-                return self.app.console.render_lines(picture, options, pad=False)
-            return self.app.console.render_lines(image, options, pad=False)
-        except Exception as exc:  # a broken PNG must not break the pane
-            return [[Segment(f"[image could not be drawn: {exc}]")]]
 
     def _header(self, index: int, width: int) -> Strip:
         cell = self.cells[index]
@@ -498,24 +434,7 @@ class CellList(ScrollView, can_focus=True):
         cell = self.current()
         if cell is None:
             return
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-        if not editor:
-            self.notify(
-                "Set $EDITOR (e.g. export EDITOR=nano) to open cells in an editor.",
-                severity="warning",
-            )
-            return
-        with tempfile.NamedTemporaryFile(
-            "w", suffix=".txt", delete=False, prefix=f"workbench-{cell.key}-"
-        ) as handle:
-            handle.write(cell.copy_text())
-        try:
-            with self.app.suspend():
-                subprocess.run([*shlex.split(editor), handle.name], check=False)
-        except Exception as exc:
-            self.notify(f"Could not run {editor}: {exc}", severity="error", markup=False)
-        finally:
-            os.unlink(handle.name)
+        open_in_editor(self, cell.copy_text(), cell.key)
 
     def on_key(self, event: events.Key) -> None:
         """A letter none of this list's keys takes (any letter while it has no cell) goes to

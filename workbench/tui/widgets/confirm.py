@@ -16,18 +16,20 @@ itself (a person typing "okay" as it appeared once approved a HIGH-risk `rm -rf`
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import events
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from workbench.events import ActionEvent, ConfirmationRequestEvent
-from workbench.tui.cells import cell_for_event
 from workbench.tui.messages import ConfirmAnswer, ConfirmationAnswered, StrayKey
+
+if TYPE_CHECKING:
+    from textual import events
+    from textual.app import ComposeResult
+
+    from workbench.events import ActionEvent, ConfirmationRequestEvent
 
 ARM_S = 0.6
 """After the panel takes the focus by itself, letters this soon are typing, not answers."""
@@ -80,6 +82,8 @@ class ConfirmPanel(Vertical, can_focus=True):
         )
         self.query_one("#confirm-title", Static).update(title)
         from rich.syntax import Syntax  # Pygments loads when a confirmation first shows
+
+        from workbench.tui.cells import cell_for_event  # the events' cells: after the first paint
 
         body: Syntax | Text = Text("(the action was not recorded)")
         if action is not None:
@@ -159,6 +163,7 @@ class ConfirmPanel(Vertical, can_focus=True):
 
     def action_reject_with_reason(self) -> None:
         """Ask why, then reject with that reason (escape there: back here, nothing answered)."""
+        from workbench.tui.cells import cell_for_event
         from workbench.tui.screens.reject import RejectReasonScreen
 
         request = self.request

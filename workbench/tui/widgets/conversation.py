@@ -2,7 +2,8 @@
 
 An action and its result share one row (`result_cell`): the result, when it comes, replaces
 the action's cell. A model call in flight is the last row (`show_activity`): its elapsed time
-ticks, the reply streams into it, and it goes when the call ends.
+ticks, the reply streams into it, and it goes when the call ends. The events and their cells
+(`cells.py`, which loads every tool) are imported with the first event, after the first paint.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -18,22 +20,14 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.strip import Strip
 
-from workbench.events import ActionEvent, CheckpointEvent, Event, LLMActivity, ObservationEvent
-from workbench.tui.cells import (
-    Cell,
-    cell_for_event,
-    first_line,
-    llm_call_cell,
-    result_cell,
-    show_diff,
-    thought_cell,
-    with_files,
-)
+from workbench.display import Cell, first_line
 from workbench.tui.messages import BranchRequested, RewindRequested
 from workbench.tui.widgets.cell_list import CellList
 
 if TYPE_CHECKING:
     from textual.timer import Timer
+
+    from workbench.events import ActionEvent, CheckpointEvent, Event, LLMActivity, ObservationEvent
 
 _EVENT_KEY = re.compile(r"e(\d+)")
 OPEN_TAIL = 200
@@ -47,6 +41,18 @@ CELL_KEYS = frozenset({"j", "k", "c", "e", "b", "r", "space"})
 """The printable keys that act on the cell under the cursor; other letters are typed."""
 KEYS_HINT = "j/k move · ⏎ expand · c copy · e edit · b branch · r rewind · letters type"
 NO_CELL_HINT = "no cell yet · letters go to the input box"
+
+
+@dataclass
+class ActionRow:
+    """An action's row in the conversation while its result or its checkpoint is to come."""
+
+    index: int
+    action: ActionEvent
+    result_due: bool = True
+    """Its result, merged into the row when it comes."""
+    checkpoint_due: bool = True
+    """Its step's checkpoint, whose changed files the row then lists."""
 
 
 class ConversationView(CellList):
@@ -67,15 +73,13 @@ class ConversationView(CellList):
         self.border_title = "conversation"
         self.clock = clock or time.monotonic
         """The time the model-call row counts from (`time.monotonic`, as the controller's)."""
-        self._actions: dict[int, tuple[int, ActionEvent]] = {}
-        """Actions waiting for their result: their cell's index, and the action."""
+        self._action_rows: dict[int, ActionRow] = {}
+        """Actions whose result or checkpoint is still to come, by id: their row."""
         self._activity: LLMActivity | None = None
         self._retries = 0
         self._shown = ""
         """The model-call row's title and text as last drawn (redrawn only when they change)."""
         self._ticker: Timer | None = None
-        self._rows: dict[int, tuple[int, str]] = {}
-        """Actions whose checkpoint has not come yet: their row, and their tool's name."""
         self._diffs: dict[str, tuple[str | None, str]] = {}
         """Rows whose step changed files, by key: the commits before and after the step."""
         self._last_commit: str | None = None
@@ -165,8 +169,7 @@ class ConversationView(CellList):
 
     def clear(self) -> None:
         """Remove every cell (and forget the actions waiting for a result)."""
-        self._actions.clear()
-        self._rows.clear()
+        self._action_rows.clear()
         self._diffs.clear()
         self._last_commit = None
         self._end_activity()
@@ -175,13 +178,15 @@ class ConversationView(CellList):
     def add_events(self, events: Iterable[Event], live: bool = True) -> None:
         """Append the cells of `events` (those the conversation shows); a result goes into
         its action's row."""
+        from workbench.events import ActionEvent, CheckpointEvent, ObservationEvent
+        from workbench.tui.cells import cell_for_event, thought_cell
+
         live_row = self.pop_cell() if self._has_live_row() else None
         base = len(self.cells)
         cells: list[Cell] = []
-        actions = self._actions
         for event in events:
             if isinstance(event, ObservationEvent):
-                waiting = actions.pop(event.cause, None)
+                waiting = self._awaiting(event.cause, result=True)
                 if waiting is not None and self._merge(waiting, event, cells, base):
                     continue
             elif isinstance(event, ActionEvent):
@@ -190,8 +195,7 @@ class ConversationView(CellList):
                     cells.append(thought)
                 cell = cell_for_event(event, live=live)
                 if cell is not None:
-                    actions[event.id] = (base + len(cells), event)
-                    self._rows[event.id] = (base + len(cells), event.tool_name)
+                    self._action_rows[event.id] = ActionRow(base + len(cells), event)
                     cells.append(cell)
                 continue
             elif isinstance(event, CheckpointEvent):
@@ -210,11 +214,13 @@ class ConversationView(CellList):
     def _note_checkpoint(self, event: CheckpointEvent, cells: list[Cell], base: int) -> None:
         """Show what the step's action changed in the workspace on its row: file counts, the
         files on expand, and their diff once expanded (read from the checkpoint store)."""
+        from workbench.tui.cells import with_files
+
         before, self._last_commit = self._last_commit, event.commit
-        row = self._rows.pop(event.cause, None) if event.cause is not None else None
+        row = self._awaiting(event.cause, result=False)
         if row is None or not (event.added or event.changed or event.deleted):
             return
-        index, tool = row
+        index, tool = row.index, row.action.tool_name
         shown = cells[index - base] if index >= base else self.cells[index]
         cell = shown if index >= base else dataclasses.replace(shown)
         # An edit's own row already counts its lines; files matter for everything else.
@@ -226,6 +232,8 @@ class ConversationView(CellList):
     def action_toggle_cell(self) -> None:
         """Expand or collapse the cell under the cursor; a row whose step changed files
         shows their diff when it first opens."""
+        from workbench.tui.cells import show_diff
+
         cell = self.current()
         if cell is not None and not cell.expanded and cell.key in self._diffs:
             before, after = self._diffs.pop(cell.key)
@@ -234,16 +242,32 @@ class ConversationView(CellList):
                 self.replace_cell(self.cursor, cell)
         super().action_toggle_cell()
 
+    def _awaiting(self, cause: int | None, result: bool) -> ActionRow | None:
+        """The row of action `cause` if its result (`result`), else its checkpoint, is still
+        to come; from now on it is not."""
+        row = self._action_rows.get(cause) if cause is not None else None
+        if row is None or not (row.result_due if result else row.checkpoint_due):
+            return None
+        if result:
+            row.result_due = False
+        else:
+            row.checkpoint_due = False
+        if not (row.result_due or row.checkpoint_due):
+            del self._action_rows[row.action.id]
+        return row
+
     def _merge(
         self,
-        waiting: tuple[int, ActionEvent],
+        waiting: ActionRow,
         result: ObservationEvent,
         cells: list[Cell],
         base: int,
     ) -> bool:
         """Put `result` into its action's row (in `cells`, the batch starting at row `base`,
         or already shown); False when the result has no cell of its own."""
-        index, action = waiting
+        from workbench.tui.cells import result_cell
+
+        index, action = waiting.index, waiting.action
         if index >= base:  # in this batch: changed in place, laid out with the batch
             return result_cell(action, result, cells[index - base]) is not None
         merged = result_cell(action, result)
@@ -274,6 +298,8 @@ class ConversationView(CellList):
         return bool(self.cells) and self.cells[-1].key == _LIVE_KEY
 
     def _draw_activity(self) -> None:
+        from workbench.tui.cells import llm_call_cell
+
         if self._activity is None:
             return
         cell = llm_call_cell(self._activity, self.clock(), self._retries)

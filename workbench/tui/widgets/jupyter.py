@@ -9,11 +9,14 @@ artifact loader and drawn as half-cell blocks, so they work in any terminal.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from sandbox.protocol import IPythonAction, IPythonObservation
-from workbench.events import ActionEvent, ObservationEvent
-from workbench.tui.cells import Cell, Role, first_line, last_line, strip_ansi
+from workbench.display import Cell, Role, first_line, last_line, strip_ansi
 from workbench.tui.widgets.cell_list import CellList
+
+if TYPE_CHECKING:
+    from sandbox.protocol import IPythonAction, IPythonObservation
+    from workbench.events import ActionEvent, ObservationEvent
 
 ArtifactLoader = Callable[[str], Awaitable[bytes]]
 LIVE_FLUSH_S = 0.05
@@ -68,11 +71,15 @@ class JupyterPane(CellList):
 
     def show_action(self, event: ActionEvent) -> None:
         """The agent sent a cell (the pane of `execute_ipython_cell`)."""
+        from sandbox.protocol import IPythonAction  # the protocol's models: after the first paint
+
         if isinstance(event.action, IPythonAction):
             self.add_code(event.id, event.action)
 
     def show_observation(self, event: ObservationEvent) -> None:
         """A cell's result."""
+        from sandbox.protocol import IPythonObservation
+
         if isinstance(event.observation, IPythonObservation):
             self.add_output(event.id, event.observation)
 

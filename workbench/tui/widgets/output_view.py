@@ -21,7 +21,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from workbench.tui.cells import strip_ansi
+from workbench.display import strip_ansi
 
 
 def _apply_carriage_returns(line: str) -> str:

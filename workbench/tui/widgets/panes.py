@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from workbench.events import ActionEvent, ObservationEvent
+if TYPE_CHECKING:
+    from workbench.events import ActionEvent, ObservationEvent
 
 
 class ToolPane(Protocol):

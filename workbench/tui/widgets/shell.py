@@ -9,24 +9,26 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from sandbox.protocol import (
-    CmdOutputObservation,
-    CmdRunAction,
-    CommandFinished,
-    ErrorObservation,
-    OutputChunk,
-)
 from workbench.display import strip_ansi
-from workbench.events import ActionEvent, ObservationEvent
 from workbench.tui.messages import ShellInputSubmitted
 from workbench.tui.widgets.output_view import OutputView
+
+if TYPE_CHECKING:
+    from textual.app import ComposeResult
+
+    from sandbox.protocol import (
+        CmdOutputObservation,
+        CommandFinished,
+        ErrorObservation,
+        OutputChunk,
+    )
+    from workbench.events import ActionEvent, ObservationEvent
 
 FLUSH_INTERVAL_S = 0.05
 
@@ -137,6 +139,8 @@ class ShellPane(Vertical):
 
     def feed(self, event: OutputChunk | CommandFinished) -> None:
         """Take a stream event (any thread); it is drawn at the next flush."""
+        from sandbox.protocol import OutputChunk  # the protocol's models: after the first paint
+
         if isinstance(event, OutputChunk):
             self._buffer.append(event.data)
         else:
@@ -165,6 +169,8 @@ class ShellPane(Vertical):
 
     def show_action(self, event: ActionEvent) -> None:
         """The agent ran a shell action (the pane of `execute_bash`)."""
+        from sandbox.protocol import CmdRunAction
+
         action = event.action
         if not isinstance(action, CmdRunAction):
             return
@@ -175,6 +181,8 @@ class ShellPane(Vertical):
 
     def show_observation(self, event: ObservationEvent) -> None:
         """A shell action's result."""
+        from sandbox.protocol import CmdOutputObservation, ErrorObservation
+
         if isinstance(event.observation, CmdOutputObservation):
             self.observation(event.observation)
         elif isinstance(event.observation, ErrorObservation):
