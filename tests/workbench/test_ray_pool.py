@@ -1,0 +1,165 @@
+"""RayPool on a real three-node Ray cluster on this machine (issue 25, acceptance 3).
+
+`ray.cluster_utils.Cluster` starts a real head (no sandbox slots: it only coordinates) and two
+worker nodes with two `sandbox_slot`s each, every process on 127.0.0.1. Each trial is the
+stand-in `shell_trial`: a fresh local sandbox whose real bash runs the trial's commands. The
+first command appends the pid of the raylet that started it (RAY_RAYLET_PID, inherited by the
+sandbox's shell) to a file of the trial, so the test sees where every attempt ran.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")  # scripts/test installs the ray extra: there this skip fails
+
+from ray._private import ray_constants  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from workbench.eval.ray_pool import NODE_FILE, SLOT, RayPool  # noqa: E402
+from workbench.eval.types import TrialJob, TrialOutcome  # noqa: E402
+from workbench.testing.shell_trial import shell_trial  # noqa: E402
+
+SLOTS_PER_WORKER = 2
+NODE: dict[str, Any] = {
+    "num_cpus": 0,  # no prestarted idle workers: trials ask for a slot, not a CPU
+    "node_ip_address": "127.0.0.1",
+    "object_store_memory": 80 * 1024 * 1024,
+}
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """A head with no slots and two workers with two each, all on loopback."""
+    # Ray turns 127.0.0.1 into this machine's outside address unless told it is not a cluster
+    # machine; the nodes read the variable, the driver its constant (read at import).
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
+    system = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+    head = {**NODE, "resources": {SLOT: 0}, "_system_config": system}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
+    try:
+        for _ in range(2):
+            cluster.add_node(**NODE, resources={SLOT: SLOTS_PER_WORKER})
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def raylet_pid(node: Any) -> int:
+    """The pid of a cluster node's raylet (every worker process of the node is its child)."""
+    return int(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
+
+
+def job(trial_id: str, starts: Path, seconds: float) -> TrialJob:
+    """A stand-in trial that notes which node started it, works `seconds`, then says so."""
+    commands = [
+        f'echo "$RAY_RAYLET_PID" >> {starts / trial_id}',
+        f"sleep {seconds}",
+        f"echo finished {trial_id}",
+    ]
+    settings = {"commands": commands, "check": f"test -s {starts / trial_id}", "isolation": "none"}
+    return TrialJob(trial_id, "stand-in", 1, settings)
+
+
+def started_on(starts: Path, trial_id: str) -> list[int]:
+    """The raylet pids of the nodes that started each attempt of a trial, in order."""
+    path = starts / trial_id
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Both workers run trials; a worker killed midway loses none (its running trials are run
+    again on the other, and each trial is reported exactly once, done); then cancel_running
+    stops the trials in flight and they come back cancelled, with their files."""
+    began = time.monotonic()
+    victim, survivor = cluster.worker_nodes
+    victim_pid = raylet_pid(victim)
+    pids = {victim_pid: victim.node_id, raylet_pid(survivor): survivor.node_id}
+    starts = tmp_path / "starts"
+    starts.mkdir()
+    jobs = [job(f"task-{i:02}__1", starts, 1.0) for i in range(12)]
+    outcomes: list[TrialOutcome] = []
+    lost_midway: list[str] = []
+
+    def running_on_victim() -> list[str]:
+        done = {o.trial_id for o in outcomes}
+        return [
+            j.trial_id
+            for j in jobs
+            if j.trial_id not in done and started_on(starts, j.trial_id)[-1:] == [victim_pid]
+        ]
+
+    def on_done(outcome: TrialOutcome) -> None:
+        outcomes.append(outcome)
+        folder = tmp_path / "out" / "trials" / outcome.trial_id  # as the driver writes them
+        for name, data in outcome.files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        if len(outcomes) == 3 and not lost_midway:
+            deadline = time.monotonic() + 20
+            while not running_on_victim() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            lost_midway.extend(running_on_victim())
+            cluster.remove_node(victim, allow_graceful=False)
+
+    pool = RayPool(cluster.address)
+    pool.run(jobs, shell_trial, on_done, lambda: True)
+    ran_s = time.monotonic() - began
+
+    ids = [o.trial_id for o in outcomes]
+    assert sorted(ids) == sorted(j.trial_id for j in jobs), "each trial reported exactly once"
+    assert [o.status for o in outcomes] == ["done"] * 12, [o.error for o in outcomes]
+    assert all(o.reward == 1.0 for o in outcomes)
+    nodes = {json.loads(o.files[NODE_FILE])["node_id"] for o in outcomes}
+    assert nodes == {victim.node_id, survivor.node_id}, "both workers ran trials"
+    assert lost_midway, "the worker was removed while it ran trials"
+    for trial_id in lost_midway:  # started on the lost node, then again on the other one
+        assert [pids[p] for p in started_on(starts, trial_id)] == [
+            victim.node_id,
+            survivor.node_id,
+        ]
+        record = json.loads((tmp_path / "out/trials" / trial_id / NODE_FILE).read_text())
+        assert record["node_id"] == survivor.node_id
+        agent = (tmp_path / "out/trials" / trial_id / "agent.txt").read_text()
+        assert f"finished {trial_id}" in agent
+    assert json.loads((tmp_path / "out/trials/task-00__1/trial.json").read_text())["status"] == (
+        "done"
+    )
+
+    # cancel_running: two long trials fill the surviving worker's slots, a third waits.
+    long_jobs = [job(f"long-{i}__1", starts, 60.0) for i in range(3)]
+    ended: list[TrialOutcome] = []
+
+    def cancel_once_both_run() -> None:
+        deadline = time.monotonic() + 30
+        while not all(started_on(starts, j.trial_id) for j in long_jobs[:2]):
+            assert time.monotonic() < deadline, "the long trials never started"
+            time.sleep(0.05)
+        pool.cancel_running()
+
+    pool = RayPool(cluster.address, max_in_flight=2)  # the dead node's slots may still count
+    canceller = threading.Thread(target=cancel_once_both_run)
+    canceller.start()
+    cancel_began = time.monotonic()
+    pool.run(long_jobs, shell_trial, ended.append, lambda: True)
+    canceller.join()
+    assert time.monotonic() - cancel_began < 40, "the 60 s trials were stopped, not waited for"
+    assert sorted(o.trial_id for o in ended) == ["long-0__1", "long-1__1"], "the third never ran"
+    assert [o.status for o in ended] == ["cancelled"] * 2, [o.error for o in ended]
+    for outcome in ended:  # stopped inside the trial, which reports its own files
+        assert "trial.json" in outcome.files, (outcome.error, list(outcome.files))
+        assert json.loads(outcome.files["trial.json"])["status"] == "cancelled"
+    assert not started_on(starts, "long-2__1")
+    print(f"12 trials with a lost node: {ran_s:.1f} s (after the cluster started)")
