@@ -132,10 +132,12 @@ class RayPool:
         work: Callable[[TrialJob], TrialOutcome],
         on_done: Callable[[TrialOutcome], None],
         should_start: Callable[[], bool],
+        prepare: Callable[[TrialJob], TrialJob] | None = None,
     ) -> None:
         """Run work(job) for each job, at most N at once; on_done in the caller's thread as
         each ends; start no job once should_start() is False; return when all started jobs
-        ended."""
+        ended. `prepare` (optional) gives the job its final form just before it starts, in
+        the caller's thread (the driver fills in the cost budget left at that moment)."""
         ray = import_ray()
         self.connect()
         self._cancelled = False
@@ -156,6 +158,8 @@ class RayPool:
                 room = min(room, self.max_in_flight)
             while pending and len(self._running) < room and not self._cancelled and should_start():
                 job = pending.popleft()
+                if prepare is not None:
+                    job = prepare(job)
                 ref = task.options(
                     name=f"trial {job.trial_id}",
                     num_cpus=0,
