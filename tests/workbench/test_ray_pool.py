@@ -10,9 +10,11 @@ sandbox's shell) to a file of the trial, so the test sees where every attempt ra
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +62,17 @@ def raylet_pid(node: Any) -> int:
     return int(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
 
 
-def job(trial_id: str, starts: Path, seconds: float) -> TrialJob:
-    """A stand-in trial that notes which node started it, works `seconds`, then says so."""
+def job(trial_id: str, starts: Path, seconds: float, task: Path) -> TrialJob:
+    """A stand-in trial that notes which node started it, works `seconds`, then shows where
+    it found its task folder and what the folder holds."""
     commands = [
         f'echo "$RAY_RAYLET_PID" >> {starts / trial_id}',
         f"sleep {seconds}",
+        "echo task at {task}; cat {task}/instruction.md",
         f"echo finished {trial_id}",
     ]
     settings = {"commands": commands, "check": f"test -s {starts / trial_id}", "isolation": "none"}
-    return TrialJob(trial_id, "stand-in", 1, settings)
+    return TrialJob(trial_id, str(task), 1, settings)
 
 
 def started_on(starts: Path, trial_id: str) -> list[int]:
@@ -89,7 +93,10 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
     pids = {victim_pid: victim.node_id, raylet_pid(survivor): survivor.node_id}
     starts = tmp_path / "starts"
     starts.mkdir()
-    jobs = [job(f"task-{i:02}__1", starts, 1.0) for i in range(12)]
+    task = tmp_path / "dataset" / "hello"  # shipped to the nodes: they read their own copy
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("Say hello. (TASK hello)\n")
+    jobs = [job(f"task-{i:02}__1", starts, 1.0, task) for i in range(12)]
     outcomes: list[TrialOutcome] = []
     lost_midway: list[str] = []
 
@@ -114,8 +121,12 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
             lost_midway.extend(running_on_victim())
             cluster.remove_node(victim, allow_graceful=False)
 
+    def prepare(job: TrialJob) -> TrialJob:  # the driver's last word before a start
+        commands = [*job.settings["commands"], f"echo prepared {job.trial_id}"]
+        return replace(job, settings={**job.settings, "commands": commands})
+
     pool = RayPool(cluster.address)
-    pool.run(jobs, shell_trial, on_done, lambda: True)
+    pool.run(jobs, shell_trial, on_done, lambda: True, prepare=prepare)
     ran_s = time.monotonic() - began
 
     ids = [o.trial_id for o in outcomes]
@@ -134,12 +145,18 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
         assert record["node_id"] == survivor.node_id
         agent = (tmp_path / "out/trials" / trial_id / "agent.txt").read_text()
         assert f"finished {trial_id}" in agent
+    for outcome in outcomes:
+        agent = outcome.files["agent.txt"].decode()
+        assert "Say hello. (TASK hello)" in agent and f"prepared {outcome.trial_id}" in agent
+        shipped = re.findall(r"^task at (\S+)$", agent, re.MULTILINE)
+        assert len(shipped) == 1 and shipped[0] != str(task), "a copy, not the driver's folder"
+        assert shipped[0].endswith("/hello")
     assert json.loads((tmp_path / "out/trials/task-00__1/trial.json").read_text())["status"] == (
         "done"
     )
 
     # cancel_running: two long trials fill the surviving worker's slots, a third waits.
-    long_jobs = [job(f"long-{i}__1", starts, 60.0) for i in range(3)]
+    long_jobs = [job(f"long-{i}__1", starts, 60.0, task) for i in range(3)]
     ended: list[TrialOutcome] = []
 
     def cancel_once_both_run() -> None:

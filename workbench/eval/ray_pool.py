@@ -18,8 +18,12 @@ calls the work function's module's `cancel_all()` (`run_trial`'s stops its child
 stops a headless run) and returns the outcome the trial ends with, files too, within
 `cancel_grace_s`. A task still queued is dropped and reported "cancelled".
 
-Workers import workbench and the work function's module: the same install on every node (a
-cluster image with `workbench[ray]`), or a `runtime_env` (docs/scaling.md). Ray is imported only
+A task folder the driver can read (`job.task_ref` a directory here) is shipped with its trial:
+packed once per run (`task_bundle.py`), put in Ray's object store, unpacked on the node into a
+cache folder named by its content, and the job's `task_ref` pointed there; so nodes need no shared
+filesystem for datasets. Workers import workbench and the work function's module: the same
+install on every node (a cluster image with `workbench[ray]`), or a `runtime_env`
+(docs/scaling.md). Ray is imported only
 here and only when a pool runs: `pip install 'workbench[ray]'`.
 """
 
@@ -33,12 +37,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+from workbench.eval.task_bundle import pack_task, unpack_task
 from workbench.eval.types import TrialJob, TrialOutcome
-
-if TYPE_CHECKING:
-    import ray
 
 SLOT = "sandbox_slot"
 """The custom resource each node advertises: how many trials (sandboxes) it can hold."""
@@ -76,6 +80,7 @@ class RayPool:
         node_retries: int = 3,
         runtime_env: dict[str, Any] | None = None,
         cancel_grace_s: float = 30.0,
+        ship_tasks: bool = True,
         no_slots_timeout_s: float = 600.0,
         poll_s: float = 0.5,
     ) -> None:
@@ -86,11 +91,12 @@ class RayPool:
         self.node_retries = node_retries
         self.runtime_env = runtime_env
         self.cancel_grace_s = cancel_grace_s
+        self.ship_tasks = ship_tasks
         self.no_slots_timeout_s = no_slots_timeout_s
         self.poll_s = poll_s
         self._connected_here = False
         self._lock = threading.Lock()
-        self._running: dict[ray.ObjectRef[TrialOutcome], TrialJob] = {}
+        self._running: dict[Any, TrialJob] = {}  # ray.ObjectRef -> its job
         self._cancelled = False
 
     # ------------------------------------------------------------------ connection
@@ -142,7 +148,16 @@ class RayPool:
         self.connect()
         self._cancelled = False
         task = ray.remote(run_on_node)
+        if self.slots() == 0:
+            log.warning(
+                "no node of the Ray cluster offers a %s yet: trials wait for one (up to %.0f s); "
+                "start nodes with --resources='{\"%s\": N}'",
+                SLOT,
+                self.no_slots_timeout_s,
+                SLOT,
+            )
         pending = deque(jobs)
+        bundles: dict[str, Any] = {}  # task folder -> (digest, ObjectRef of its packed bytes)
         no_slots_since: float | None = None
         while True:
             slots = self.slots()
@@ -166,7 +181,7 @@ class RayPool:
                     resources={SLOT: 1},
                     max_retries=self.node_retries,
                     retry_exceptions=False,
-                ).remote(work, job, self.cancel_grace_s)
+                ).remote(work, job, self.cancel_grace_s, *self._bundle(ray, job, bundles))
                 with self._lock:
                     self._running[ref] = job
             if not self._running:
@@ -191,6 +206,21 @@ class RayPool:
                 ray.cancel(ref)
 
     # ------------------------------------------------------------------ helpers
+
+    def _bundle(self, ray: Any, job: TrialJob, bundles: dict[str, Any]) -> tuple[Any, ...]:
+        """(digest, ObjectRef) of the job's task folder packed (arguments of their own, so Ray
+        resolves the ref), or () to send the job's task_ref alone."""
+        if not self.ship_tasks or not os.path.isdir(job.task_ref):
+            return ()
+        if job.task_ref not in bundles:
+            try:
+                digest, data = pack_task(Path(job.task_ref))
+            except (OSError, ValueError) as exc:  # the nodes read it by its path, or say why not
+                log.warning("not shipping the task %s: %s", job.task_ref, exc)
+                bundles[job.task_ref] = ()
+            else:
+                bundles[job.task_ref] = (digest, ray.put(data))
+        return tuple(bundles[job.task_ref])
 
     def _outcome(self, ray: Any, ref: Any, job: TrialJob) -> TrialOutcome:
         try:
@@ -231,10 +261,21 @@ class RayPool:
 
 
 def run_on_node(
-    work: Callable[[TrialJob], TrialOutcome], job: TrialJob, cancel_grace_s: float
+    work: Callable[[TrialJob], TrialOutcome],
+    job: TrialJob,
+    cancel_grace_s: float,
+    digest: str | None = None,
+    packed: bytes | None = None,
 ) -> TrialOutcome:
     """The Ray task: `work(job)` in a thread of this worker, so that `ray.cancel` (a
-    KeyboardInterrupt in the main thread) can ask the trial to stop and still get its outcome."""
+    KeyboardInterrupt in the main thread) can ask the trial to stop and still get its outcome.
+    `digest`, `packed`: the task folder shipped (`task_bundle.py`), unpacked here first."""
+    if digest is not None and packed is not None:
+        try:
+            folder = unpack_task(digest, packed, Path(job.task_ref).name)
+        except (OSError, ValueError) as exc:
+            return TrialOutcome(job.trial_id, "error", None, error=f"unpacking the task: {exc}")
+        job = replace(job, task_ref=str(folder))
     hooks = sys.modules.get(getattr(work, "__module__", ""), None)
     reset = getattr(hooks, "reset_cancel", None)
     if callable(reset):  # a worker process is reused: an earlier run's cancel must not stick

@@ -9,7 +9,8 @@ sandbox. The outcome carries the trial folder's files like `run_trial`'s: `trial
 `cancel_all()` / `reset_cancel()` beside it as `run_trial`'s module has them.
 
 Settings: `commands` (list of str), `check` (str, optional), `isolation` ("auto", "none",
-"bwrap"; default "auto"), `command_timeout_s` (default 60).
+"bwrap"; default "auto"), `command_timeout_s` (default 60). `{task}` in a command or the check
+is replaced by `job.task_ref` (a pool may point it at its own copy of the task folder).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ async def _registered(job: TrialJob) -> TrialOutcome:
 
 async def _trial(job: TrialJob) -> TrialOutcome:
     settings = job.settings
-    commands = [str(c) for c in settings.get("commands", [])]
-    check = settings.get("check")
+    commands = [str(c).replace("{task}", job.task_ref) for c in settings.get("commands", [])]
+    check = str(settings["check"]).replace("{task}", job.task_ref) if settings.get("check") else ""
     isolation = cast(Literal["auto", "none", "bwrap"], settings.get("isolation", "auto"))
     timeout = float(settings.get("command_timeout_s", 60))
     started = time.monotonic()
@@ -88,7 +89,7 @@ async def _trial(job: TrialJob) -> TrialOutcome:
         mark = time.monotonic()
         reward = 1.0
         if check:
-            observation = await runtime.execute(CmdRunAction(command=str(check), timeout=timeout))
+            observation = await runtime.execute(CmdRunAction(command=check, timeout=timeout))
             passed = isinstance(observation, CmdOutputObservation) and observation.exit_code == 0
             reward = 1.0 if passed else 0.0
         seconds["verifier"] = time.monotonic() - mark
