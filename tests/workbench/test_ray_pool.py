@@ -64,14 +64,20 @@ def raylet_pid(node: Any) -> int:
 
 def job(trial_id: str, starts: Path, seconds: float, task: Path) -> TrialJob:
     """A stand-in trial that notes which node started it, works `seconds`, then shows where
-    it found its task folder and what the folder holds."""
+    it found its task folder and its config, and what they hold."""
     commands = [
         f'echo "$RAY_RAYLET_PID" >> {starts / trial_id}',
         f"sleep {seconds}",
         "echo task at {task}; cat {task}/instruction.md",
+        "echo config at {config_path}; cat {config_path}",
         f"echo finished {trial_id}",
     ]
-    settings = {"commands": commands, "check": f"test -s {starts / trial_id}", "isolation": "none"}
+    settings = {
+        "commands": commands,
+        "check": f"test -s {starts / trial_id}",
+        "isolation": "none",
+        "config_path": str(task.parent / "config.toml"),
+    }
     return TrialJob(trial_id, str(task), 1, settings)
 
 
@@ -96,6 +102,7 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
     task = tmp_path / "dataset" / "hello"  # shipped to the nodes: they read their own copy
     (task / "tests").mkdir(parents=True)
     (task / "instruction.md").write_text("Say hello. (TASK hello)\n")
+    (task.parent / "config.toml").write_text('[llm]\nmodel = "openai/shipped"\n')
     jobs = [job(f"task-{i:02}__1", starts, 1.0, task) for i in range(12)]
     outcomes: list[TrialOutcome] = []
     lost_midway: list[str] = []
@@ -151,6 +158,9 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
         shipped = re.findall(r"^task at (\S+)$", agent, re.MULTILINE)
         assert len(shipped) == 1 and shipped[0] != str(task), "a copy, not the driver's folder"
         assert shipped[0].endswith("/hello")
+        config = re.findall(r"^config at (\S+)$", agent, re.MULTILINE)
+        assert len(config) == 1 and config[0] != str(task.parent / "config.toml")
+        assert 'model = "openai/shipped"' in agent
     assert json.loads((tmp_path / "out/trials/task-00__1/trial.json").read_text())["status"] == (
         "done"
     )

@@ -68,3 +68,10 @@ def test_a_task_too_big_to_ship_says_what_to_do(
     monkeypatch.setattr(task_bundle, "MAX_BYTES", 10)
     with pytest.raises(ValueError, match="filesystem every node"):
         pack_task(make_task(tmp_path))
+
+
+def test_a_shipped_config_is_for_its_owner_only(tmp_path: Path) -> None:
+    path = task_bundle.write_config(b'[llm]\napi_key = "sk-x"\n', ".toml")
+    assert path.read_bytes() == b'[llm]\napi_key = "sk-x"\n' and path.suffix == ".toml"
+    assert path.stat().st_mode & 0o077 == 0 and path.parent.stat().st_mode & 0o077 == 0
+    assert task_bundle.write_config(b'[llm]\napi_key = "sk-x"\n', ".toml") == path

@@ -20,11 +20,12 @@ stops a headless run) and returns the outcome the trial ends with, files too, wi
 
 A task folder the driver can read (`job.task_ref` a directory here) is shipped with its trial:
 packed once per run (`task_bundle.py`), put in Ray's object store, unpacked on the node into a
-cache folder named by its content, and the job's `task_ref` pointed there; so nodes need no shared
-filesystem for datasets. Workers import workbench and the work function's module: the same
-install on every node (a cluster image with `workbench[ray]`), or a `runtime_env`
-(docs/scaling.md). Ray is imported only
-here and only when a pool runs: `pip install 'workbench[ray]'`.
+cache folder named by its content, and the job's `task_ref` pointed there; so nodes need no
+shared filesystem for datasets. So is the config file a job names (`settings["config_path"]`),
+written on the node readable by its owner only (it may hold keys). Workers import workbench and
+the work function's module: the same install on every node (a cluster image with
+`workbench[ray]`), or a `runtime_env` (docs/scaling.md). Ray is imported only here and only
+when a pool runs: `pip install 'workbench[ray]'`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from workbench.eval.task_bundle import pack_task, unpack_task
+from workbench.eval.task_bundle import pack_task, unpack_task, write_config
 from workbench.eval.types import TrialJob, TrialOutcome
 
 SLOT = "sandbox_slot"
@@ -158,6 +159,7 @@ class RayPool:
             )
         pending = deque(jobs)
         bundles: dict[str, Any] = {}  # task folder -> (digest, ObjectRef of its packed bytes)
+        configs: dict[str, bytes | None] = {}  # config path -> its bytes
         no_slots_since: float | None = None
         while True:
             slots = self.slots()
@@ -181,7 +183,13 @@ class RayPool:
                     resources={SLOT: 1},
                     max_retries=self.node_retries,
                     retry_exceptions=False,
-                ).remote(work, job, self.cancel_grace_s, *self._bundle(ray, job, bundles))
+                ).remote(
+                    work,
+                    job,
+                    self.cancel_grace_s,
+                    *self._bundle(ray, job, bundles),
+                    config=self._config(job, configs),
+                )
                 with self._lock:
                     self._running[ref] = job
             if not self._running:
@@ -221,6 +229,19 @@ class RayPool:
             else:
                 bundles[job.task_ref] = (digest, ray.put(data))
         return tuple(bundles[job.task_ref])
+
+    def _config(self, job: TrialJob, configs: dict[str, bytes | None]) -> bytes | None:
+        """The bytes of the config file the job names, read once; None without one."""
+        path = job.settings.get("config_path")
+        if not self.ship_tasks or not isinstance(path, str) or not path:
+            return None
+        if path not in configs:
+            try:
+                configs[path] = Path(path).read_bytes()
+            except OSError as exc:  # the node may have it at the same path, or says why not
+                log.warning("not shipping the config %s: %s", path, exc)
+                configs[path] = None
+        return configs[path]
 
     def _outcome(self, ray: Any, ref: Any, job: TrialJob) -> TrialOutcome:
         try:
@@ -266,16 +287,21 @@ def run_on_node(
     cancel_grace_s: float,
     digest: str | None = None,
     packed: bytes | None = None,
+    config: bytes | None = None,
 ) -> TrialOutcome:
     """The Ray task: `work(job)` in a thread of this worker, so that `ray.cancel` (a
     KeyboardInterrupt in the main thread) can ask the trial to stop and still get its outcome.
-    `digest`, `packed`: the task folder shipped (`task_bundle.py`), unpacked here first."""
-    if digest is not None and packed is not None:
-        try:
+    `digest`, `packed`: the task folder shipped (`task_bundle.py`), unpacked here first;
+    `config`: the config file's bytes, written here first."""
+    try:
+        if digest is not None and packed is not None:
             folder = unpack_task(digest, packed, Path(job.task_ref).name)
-        except (OSError, ValueError) as exc:
-            return TrialOutcome(job.trial_id, "error", None, error=f"unpacking the task: {exc}")
-        job = replace(job, task_ref=str(folder))
+            job = replace(job, task_ref=str(folder))
+        if config is not None:
+            path = write_config(config, Path(str(job.settings["config_path"])).suffix)
+            job = replace(job, settings={**job.settings, "config_path": str(path)})
+    except (OSError, ValueError) as exc:
+        return TrialOutcome(job.trial_id, "error", None, error=f"unpacking the task: {exc}")
     hooks = sys.modules.get(getattr(work, "__module__", ""), None)
     reset = getattr(hooks, "reset_cancel", None)
     if callable(reset):  # a worker process is reused: an earlier run's cancel must not stick

@@ -1,4 +1,4 @@
-"""A task folder packed into bytes on the driver and unpacked on a Ray node.
+"""A task folder packed into bytes on the driver and unpacked on a Ray node; a config file too.
 
 `pack_task` makes a gzipped tar of the folder (regular files, folders and symlinks inside it,
 in a stable order, without owners or times, so the same content gives the same bytes) and its
@@ -21,6 +21,7 @@ from pathlib import Path
 MAX_BYTES = 200 * 1024 * 1024
 """A task folder larger than this packed is refused: put such datasets on a shared filesystem."""
 CACHE = "workbench-ray-tasks"
+CONFIGS = "workbench-ray-configs"
 
 
 def pack_task(folder: Path) -> tuple[str, bytes]:
@@ -70,3 +71,17 @@ def unpack_task(digest: str, data: bytes, name: str) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def write_config(data: bytes, suffix: str) -> Path:
+    """A config file with this content on this machine, readable by its owner only."""
+    root = Path(tempfile.gettempdir()) / CONFIGS
+    root.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(root, 0o700)
+    path = root / f"{hashlib.sha256(data).hexdigest()[:32]}{suffix}"
+    if not path.is_file():
+        fd, staging = tempfile.mkstemp(dir=root, prefix=".config-")  # mode 0600
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(staging, path)
+    return path

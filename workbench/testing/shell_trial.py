@@ -10,7 +10,8 @@ sandbox. The outcome carries the trial folder's files like `run_trial`'s: `trial
 
 Settings: `commands` (list of str), `check` (str, optional), `isolation` ("auto", "none",
 "bwrap"; default "auto"), `command_timeout_s` (default 60). `{task}` in a command or the check
-is replaced by `job.task_ref` (a pool may point it at its own copy of the task folder).
+is replaced by `job.task_ref`, `{config_path}` by `settings["config_path"]` (a pool may point
+them at its own copies).
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ async def _registered(job: TrialJob) -> TrialOutcome:
 
 async def _trial(job: TrialJob) -> TrialOutcome:
     settings = job.settings
-    commands = [str(c).replace("{task}", job.task_ref) for c in settings.get("commands", [])]
-    check = str(settings["check"]).replace("{task}", job.task_ref) if settings.get("check") else ""
+    commands = [_fill(str(c), job) for c in settings.get("commands", [])]
+    check = _fill(str(settings["check"]), job) if settings.get("check") else ""
     isolation = cast(Literal["auto", "none", "bwrap"], settings.get("isolation", "auto"))
     timeout = float(settings.get("command_timeout_s", 60))
     started = time.monotonic()
@@ -109,6 +110,11 @@ async def _trial(job: TrialJob) -> TrialOutcome:
         "agent.txt": "\n".join(transcript).encode(),
     }
     return outcome
+
+
+def _fill(command: str, job: TrialJob) -> str:
+    config = str(job.settings.get("config_path") or "")
+    return command.replace("{task}", job.task_ref).replace("{config_path}", config)
 
 
 def _text(observation: object) -> str:
