@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,13 @@ import pytest
 
 ray = pytest.importorskip("ray")  # scripts/test installs the ray extra: there this skip fails
 
+from headless_harness import bash, cli_env, finish  # noqa: E402
 from ray._private import ray_constants  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from workbench.eval.ray_pool import NODE_FILE, SLOT, RayPool  # noqa: E402
 from workbench.eval.types import TrialJob, TrialOutcome  # noqa: E402
+from workbench.testing.llm_server import ScriptedLLMServer  # noqa: E402
 from workbench.testing.shell_trial import shell_trial  # noqa: E402
 
 SLOTS_PER_WORKER = 2
@@ -37,24 +39,26 @@ NODE: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    """A head with no slots and two workers with two each, all on loopback."""
-    # Ray turns 127.0.0.1 into this machine's outside address unless told it is not a cluster
-    # machine; the nodes read the variable, the driver its constant (read at import).
-    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
-    system = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
-    head = {**NODE, "resources": {SLOT: 0}, "_system_config": system}
-    cluster = Cluster(initialize_head=True, head_node_args=head)
-    try:
-        for _ in range(2):
-            cluster.add_node(**NODE, resources={SLOT: SLOTS_PER_WORKER})
-        cluster.wait_for_nodes()
-        yield cluster
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """A head with no slots and two workers with two each, all on loopback; for the module
+    (the test that removes a worker comes last)."""
+    with pytest.MonkeyPatch.context() as patch:
+        # Ray turns 127.0.0.1 into this machine's outside address unless told it is not a
+        # cluster machine; the nodes read the variable, the driver its constant (read at import).
+        patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
+        system = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+        head = {**NODE, "resources": {SLOT: 0}, "_system_config": system}
+        cluster = Cluster(initialize_head=True, head_node_args=head)
+        try:
+            for _ in range(2):
+                cluster.add_node(**NODE, resources={SLOT: SLOTS_PER_WORKER})
+            cluster.wait_for_nodes()
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
 
 
 def raylet_pid(node: Any) -> int:
@@ -85,6 +89,42 @@ def started_on(starts: Path, trial_id: str) -> list[int]:
     """The raylet pids of the nodes that started each attempt of a trial, in order."""
     path = starts / trial_id
     return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def test_an_eval_runs_its_trials_on_both_workers(
+    cluster: Cluster, tmp_path: Path, llm_server: Callable[..., ScriptedLLMServer]
+) -> None:
+    """`run_eval` (the driver of `workbench eval`) on RayPool: twelve Harbor tasks, the
+    scripted agent solving them; every trial's folder is written on this machine once, scored
+    1.0, and both workers ran some. The model's settings reach the trials through the pool's
+    runtime_env."""
+    run = pytest.importorskip("workbench.eval.run")  # evalcore's driver: merged beside this
+    routes = []
+    reward = "/logs/verifier/reward.txt"
+    for i in range(12):
+        name = f"sum-{i:02}"
+        folder = tmp_path / "dataset" / name
+        (folder / "tests").mkdir(parents=True)
+        (folder / "instruction.md").write_text(f"Write 2 + {i} to sum.txt. (TASK {name})\n")
+        (folder / "task.toml").write_text("[agent]\ntimeout_sec = 120\n")
+        test = f'[ "$(cat sum.txt)" = {2 + i} ] && echo 1 > {reward} || echo 0 > {reward}'
+        (folder / "tests" / "test.sh").write_text(f"#!/bin/bash\n{test}\n")
+        steps = [bash(f"echo $((2 + {i})) > sum.txt"), finish()]
+        routes.append({"match": f"(TASK {name})", "steps": steps})
+    server = llm_server({"routes": routes})
+    env = cli_env(tmp_path, server.base_url)
+    out = tmp_path / "out"
+    options = run.RunOptions(dataset=str(tmp_path / "dataset"), out=out, json_mode=True)
+    pool = RayPool(cluster.address, runtime_env={"env_vars": env})
+    assert run.run_eval(options, pool=pool) == 0
+    folders = sorted((out / "trials").iterdir())
+    assert [f.name for f in folders] == [f"sum-{i:02}__1" for i in range(12)]
+    nodes = set()
+    for folder in folders:
+        record = json.loads((folder / "trial.json").read_text())
+        assert (record["status"], record["reward"]) == ("done", 1.0), record
+        nodes.add(json.loads((folder / NODE_FILE).read_text())["node_id"])
+    assert nodes == {node.node_id for node in cluster.worker_nodes}
 
 
 def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(

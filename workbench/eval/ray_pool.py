@@ -71,7 +71,8 @@ def import_ray() -> Any:
 
 class RayPool:
     """Runs `work(job)` as Ray tasks on the cluster at `address` ("auto": the one on this node,
-    or RAY_ADDRESS), one `sandbox_slot` each."""
+    or RAY_ADDRESS), one `sandbox_slot` each; `runtime_env` (Ray's: env_vars, py_modules ...)
+    applies to each trial's task."""
 
     def __init__(
         self,
@@ -110,7 +111,6 @@ class RayPool:
         try:
             ray.init(
                 address=self.address,
-                runtime_env=self.runtime_env,
                 log_to_driver=False,  # the workers' output would garble the progress line
                 logging_level=logging.WARNING,
             )
@@ -183,6 +183,7 @@ class RayPool:
                     resources={SLOT: 1},
                     max_retries=self.node_retries,
                     retry_exceptions=False,
+                    **({"runtime_env": self.runtime_env} if self.runtime_env else {}),
                 ).remote(
                     work,
                     job,
