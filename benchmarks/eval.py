@@ -1,8 +1,9 @@
 """Benchmark of the eval harness: the local pool and a two-worker Ray cluster side by side.
 
 Run: `python benchmarks/eval.py [--trials 32] [--concurrency 1,4,16] [--pools local,ray]
-[--work stand-in|eval]`. Progress goes to stderr; the last line on stdout is ONE JSON object
-with the figures. Everything is measured in this run, on this machine.
+[--work eval|stand-in]` (the Ray pool needs the ray extra; figures: docs/scaling.md section 7).
+Progress goes to stderr; the last line on stdout is ONE JSON object with the figures.
+Everything is measured in this run, on this machine.
 
 For each pool and each concurrency it runs `--trials` scripted trials and reports trials per
 minute (wall clock, first start to last outcome), the peak memory of this process and all its
@@ -12,11 +13,12 @@ from a trial's start (`prepare`) to its outcome in the driver, minus the agent p
 (`seconds["agent"]`), split into the sandbox set-up, the verifier, and the rest (the trial
 process or Ray task, transport, the driver).
 
-`--work stand-in` (default): `workbench.testing.shell_trial.shell_trial`, a fresh local sandbox
+`--work stand-in`: `workbench.testing.shell_trial.shell_trial`, a fresh local sandbox
 (bubblewrap where it works) whose bash runs three scripted commands, and a check.
-`--work eval`: the real thing, `workbench.eval.run.run_eval` on a generated dataset of
-`--trials` Harbor tasks, each played by the scripted LLM server (a command, then finish) and
-scored by its `tests/test.sh`; the trial folders are written as `workbench eval` writes them.
+`--work eval` (the default where it exists): the real thing, `workbench.eval.run.run_eval` on
+a generated dataset of `--trials` Harbor tasks, each played by the scripted LLM server (a
+command, then finish) and scored by its `tests/test.sh`; the trial folders are written as
+`workbench eval` writes them.
 
 The Ray cluster is `ray.cluster_utils.Cluster` on loopback: a head with no sandbox slots and two
 worker nodes with `max(concurrency) / 2` slots each; `RayPool(max_in_flight=c)` caps each round.
@@ -299,8 +301,19 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=32)
     parser.add_argument("--concurrency", default="1,4,16")
     parser.add_argument("--pools", default="local,ray")
-    parser.add_argument("--work", choices=["stand-in", "eval"], default="stand-in")
+    parser.add_argument(
+        "--work",
+        choices=["stand-in", "eval"],
+        help="eval (default where workbench.eval.run exists) or stand-in",
+    )
     args = parser.parse_args()
+    has_driver = importlib.util.find_spec("workbench.eval.run") is not None
+    if args.work is None:
+        args.work = "eval" if has_driver else "stand-in"
+    if args.work == "eval" and not has_driver:
+        raise SystemExit(
+            "--work eval needs workbench.eval.run (the eval driver); use --work stand-in"
+        )
     levels = [int(c) for c in args.concurrency.split(",")]
     pools = args.pools.split(",")
     if "ray" in pools and importlib.util.find_spec("ray") is None:
