@@ -148,6 +148,8 @@ class RayPool:
         ray = import_ray()
         self.connect()
         self._cancelled = False
+        with self._lock:  # an earlier run cut short by Ctrl-C cancelled what it left here
+            self._running.clear()
         task = ray.remote(run_on_node)
         if self.slots() == 0:
             log.warning(
