@@ -10,7 +10,8 @@
 - `pool.py`: `LocalPool`, trials in threads of this process, each in its own child process.
 - `run.py`: the orchestrator (resume, caps, progress in `progress.py`); `eval_exit.py` its exit
   codes; the command line is `workbench/cli/eval.py` (and `eval_watch.py` for the TUI's view).
-- `ray_pool.py`: `RayPool`, trials as Ray tasks on a cluster (the optional `ray` extra).
+- `ray_pool.py`: `RayPool`, trials as Ray tasks on a cluster (the optional `ray` extra);
+  `task_bundle.py` packs a task folder on the driver and unpacks it on the node.
 - `browsergym_task.py`: a BrowserGym benchmark task (MiniWoB) as a task kind.
 - `atif.py` + `atif_schema.py`: a trial's session log as an ATIF v1.8 `trajectory.json`, and a
   validator written from the spec; `results.py`: `results.json` from the trial folders;

@@ -6,6 +6,8 @@ HTTP through litellm; `workbench.testing.fake_llm.FakeLLM` replaces the LLM clie
 validates the scripts both play and builds the server's replies.
 `workbench.testing.fake_backend.FakeBackend` stands in for the TUI's backend: it records what
 the app asks of it and runs nothing.
+`workbench.testing.shell_trial.shell_trial` stands in for the eval's `run_trial` without an LLM:
+a fresh local sandbox runs scripted commands (the trial pools' tests and `benchmarks/eval.py`).
 
-Imports: llm, tui.
+Imports: eval, llm, tui.
 """
