@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import time
@@ -50,8 +51,12 @@ _OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                     "help": "only these tasks (names or glob patterns)"}),
     (("-n", "--attempts"), {"type": _positive_int, "default": 1,
                             "help": "attempts per task (default 1)"}),
-    (("--concurrency",), {"type": _positive_int, "default": 1,
-                          "help": "trials at once (default 1)"}),
+    (("--concurrency",), {"type": _positive_int, "default": None,
+                          "help": "trials at once (default 1; with --ray: every free "
+                          "sandbox_slot of the cluster)"}),
+    (("--ray",), {"metavar": "ADDRESS", "help": "run the trials as Ray tasks on a cluster "
+                  "(its address, or `auto`); needs pip install 'workbench[ray]' "
+                  "(docs/scaling.md)"}),
     (("--out",), {"metavar": "DIR", "help": "where results go; an earlier run's folder "
                   "resumes it (default: eval-runs/<time>)"}),
     (("--retry-errors",), {"action": "store_true",
@@ -122,7 +127,7 @@ def eval_command(argv: Sequence[str]) -> int:
         out=out.resolve(),
         tasks=parsed.tasks,
         attempts=parsed.attempts,
-        concurrency=parsed.concurrency,
+        concurrency=parsed.concurrency or 1,
         retry_errors=parsed.retry_errors,
         agent_timeout_s=parsed.agent_timeout,
         verifier_timeout_s=parsed.verifier_timeout,
@@ -138,13 +143,37 @@ def eval_command(argv: Sequence[str]) -> int:
             "on_confirm": parsed.on_confirm,
         },
     )
+    pool = None
+    if parsed.ray:
+        from workbench.eval.ray_pool import RayPool, RayUnavailable
+
+        pool = RayPool(
+            parsed.ray,
+            max_in_flight=parsed.concurrency,
+            runtime_env={"env_vars": _model_env()},
+        )
+        try:
+            pool.connect()
+        except RayUnavailable as exc:
+            print(f"workbench eval: error: {exc}", file=sys.stderr)
+            return eval_exit.USAGE
     # SIGTERM ends the run as Ctrl-C does: finished trials kept, running ones stopped.
     signal.signal(signal.SIGTERM, _as_interrupt)
     try:
-        return run_eval(options)
+        return run_eval(options, pool=pool)
     except (DatasetError, TaskConfigError) as exc:
         print(f"workbench eval: error: {exc}", file=sys.stderr)
         return eval_exit.USAGE
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _model_env() -> dict[str, str]:
+    """The model's settings from this environment (LLM_*, WORKBENCH_*), for the Ray nodes'
+    trials: they read the configuration as a local trial does (docs/scaling.md says that the
+    API key then travels in the job's runtime_env)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(("LLM_", "WORKBENCH_"))}
 
 
 def _as_interrupt(signum: int, frame: Any) -> None:
