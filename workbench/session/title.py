@@ -14,7 +14,8 @@ import mmap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workbench.session.log import SessionHeader, SessionSummary
+    from workbench.session.log import SessionHeader
+    from workbench.session.summaries import SessionSummary
 
 _USER = b'"source":"user"'
 """How a person's message reads in a log line (`model_dump_json`, compact): only these
