@@ -52,9 +52,12 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
     damage: list[str] = []
     bad: list[str] = []
     task = ""
+    head_states: dict[int, dict[str, Any]] = {}
+    """The state events of the head by where their line starts: the tail is not parsed twice."""
     with Path(path).open("rb") as stream:
         first = stream.readline()
         header = _header_of(Path(path), first, damage)
+        head_end = len(first)
         for number in range(2, head_lines + 2):
             line = stream.readline()
             if not line.endswith(b"\n"):
@@ -64,7 +67,9 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
                 bad.append(f"line {number} {_not_json(line)}")
             if not task and event.get("kind") == "message" and event.get("source") == "user":
                 task = str(event.get("text", ""))
-        head_end = stream.tell()
+            if event.get("kind") == "state":
+                head_states[head_end] = event
+            head_end += len(line)
         size = stream.seek(0, os.SEEK_END)
         start = max(len(first), size - tail_bytes)
         stream.seek(start)
@@ -77,9 +82,12 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
         at, offset = offset, offset + len(line) + 1
         if index == 0 and start > len(first):
             continue  # most likely cut by the seek, not by the writer
-        event = _json_object(line)
-        if not event and line.strip() and at >= head_end:
-            bad.append(f"a line near the end {_not_json(line)}")
+        if at < head_end:
+            event = head_states.get(at, {})  # read in the head already
+        else:
+            event = _json_object(line)
+            if not event and line.strip():
+                bad.append(f"a line near the end {_not_json(line)}")
         if event.get("kind") == "state":
             last = str(event.get("state", ""))
             state = last if last in ENDED_STATES else "unfinished"

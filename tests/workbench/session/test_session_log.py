@@ -14,6 +14,7 @@ import pytest
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import ActionEvent, Event, MessageEvent, ObservationEvent, StateChangedEvent
+from workbench.session.index import list_summaries
 from workbench.session.log import (
     SessionHeader,
     SessionLog,
@@ -24,7 +25,6 @@ from workbench.session.log import (
     read,
     redact,
 )
-from workbench.session.index import list_summaries
 from workbench.session.summaries import summarize
 
 SECRET = "sk-test-SECRET-123456"

@@ -21,8 +21,8 @@ from textual.widgets.option_list import Option
 from workbench.session.title import session_title
 
 if TYPE_CHECKING:
-    from workbench.session.summaries import SessionSummary
     from workbench.session.stats import SessionStats
+    from workbench.session.summaries import SessionSummary
 
 
 def duration_text(seconds: float) -> str:
