@@ -2,8 +2,8 @@
 
 Writes 1000 session logs with the real `SessionLog` (a header carrying the default config, as a
 real session's does; a task, 20 steps of an LLM call, a command and a 1.5 KB result each, a
-final state: ~46 KB a log) into a temporary folder, then prints one line per figure and ONE
-JSON object on its last line. The listing's target (issue 24) is a ratio to its floor, both
+final state: ~46 KB a log) into a temporary folder, then prints one line per figure (stderr) and
+ONE JSON object on stdout. The listing's target (issue 24) is a ratio to its floor, both
 measured in this run, interleaved (one of each in turn, the median of each):
 - `listing_warm_s`: what `workbench sessions` does once its imports are done
   (`cli.sessions.list_sessions`, the lines written to /dev/null) with the summary index
@@ -169,10 +169,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         data = Path(temp)
         directory = data / "sessions"
-        print(f"writing {SESSIONS} sessions ...", flush=True)
+        print(f"writing {SESSIONS} sessions ...", file=sys.stderr, flush=True)
         write_sessions(directory)
         size = sum(path.stat().st_size for path in directory.iterdir())
-        print(f"{size / 1e6:.1f} MB of logs", flush=True)
+        print(f"{size / 1e6:.1f} MB of logs", file=sys.stderr, flush=True)
         assert len(list_summaries(directory)) == SESSIONS
         assert list_summaries(directory) == scan_summaries(directory)
         wait_out_racy_window(directory)
@@ -193,6 +193,7 @@ def main() -> None:
             f"{warm['listing_warm_s']:.4f} s vs first line of each log "
             f"{warm['floor_first_line_s']:.4f} s = {ratio:.1f} x (target <= {TARGET_RATIO:g}x); "
             f"first lines parsed with json: {warm['first_line_json_s']:.4f} s",
+            file=sys.stderr,
             flush=True,
         )
         cold = interleaved(
@@ -207,6 +208,7 @@ def main() -> None:
             f"workbench sessions listing ({SESSIONS} logs, no index: reads every log, writes the "
             f"index): {cold['listing_cold_s']:.4f} s; every log read without an index: "
             f"{cold['scan_no_index_s']:.4f} s",
+            file=sys.stderr,
             flush=True,
         )
         wait_out_racy_window(directory)
@@ -226,7 +228,7 @@ def main() -> None:
         results["show_one_s"] = round(median_s(lambda: session_facts(one), 5), 4)
         results["load_history_s"] = round(median_s(lambda: load_history(one), 5), 4)
     for name, value in results.items():
-        print(f"{name}: {value}", flush=True)
+        print(f"{name}: {value}", file=sys.stderr, flush=True)
     results["targets"] = {"listing_ratio": TARGET_RATIO}
     results["targets_met"] = {"listing_ratio": ratio <= TARGET_RATIO}
     print(json.dumps(results, separators=(",", ":")))
