@@ -44,6 +44,7 @@ from workbench.session.log import SessionHeader
 from workbench.session.summaries import (
     SessionSummary,
     log_names,
+    open_regular,
     summarize,
     unreadable,
 )
@@ -57,6 +58,8 @@ RACY_NS = 2_000_000_000
 (covers file systems with 1 s or 2 s timestamps)."""
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 """A larger index is ignored (and not written): ~1 KB an entry, so ~60 000 sessions."""
+LEFT_BEHIND_NS = 3600 * 10**9
+"""A temporary index file this old was left by a listing that was killed: it is removed."""
 _STATES = frozenset({"", "unfinished", *ENDED_STATES})
 
 Identity = list[int]
@@ -153,10 +156,13 @@ def _read_index(path: Path) -> tuple[dict[str, Any] | None, int]:
     """The index's entries and reference time, or (None, 0) when it is missing or not one we
     wrote (unreadable, oversized, not JSON, another format or code)."""
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             if os.fstat(stream.fileno()).st_size > MAX_INDEX_BYTES:
                 return None, 0
-            data = json.loads(stream.read())
+            text = stream.read(MAX_INDEX_BYTES + 1)  # it may grow while read
+            if len(text) > MAX_INDEX_BYTES:
+                return None, 0
+            data = json.loads(text)
     except (OSError, ValueError, RecursionError):
         return None, 0
     if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT:
@@ -188,7 +194,21 @@ class _NewIndex:
             self.reference = os.fstat(self._fd).st_mtime_ns
         except OSError:
             self.reference = None
+        else:
+            self._remove_left_behind()
         return self
+
+    def _remove_left_behind(self) -> None:
+        """Remove the temporary files of listings killed before their rename (an hour old:
+        a running listing's lives for milliseconds)."""
+        assert self.reference is not None
+        with contextlib.suppress(OSError), os.scandir(self.directory) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith(".index-") and name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        if entry.stat().st_mtime_ns + LEFT_BEHIND_NS < self.reference:
+                            os.unlink(entry.path)
 
     def write(self, entries: dict[str, Any]) -> None:
         """Write the index with `entries` and put it in place (not when the folder is

@@ -10,11 +10,13 @@ reads only the logs that changed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -54,7 +56,7 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
     task = ""
     head_states: dict[int, dict[str, Any]] = {}
     """The state events of the head by where their line starts: the tail is not parsed twice."""
-    with Path(path).open("rb") as stream:
+    with open_regular(Path(path)) as stream:
         first = stream.readline()
         header = _header_of(Path(path), first, damage)
         head_end = len(first)
@@ -96,6 +98,23 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
         rest = len(bad) - _MAX_BAD_LINES_NAMED
         bad[_MAX_BAD_LINES_NAMED:] = [f"{rest} more line(s) that are not JSON objects"]
     return SessionSummary(Path(path), header, task, state, "; ".join([*damage, *bad]))
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading; OSError unless it is a regular file (a FIFO named like a log
+    would block a listing forever, a device never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+            why = os.strerror(code) if code == errno.EISDIR else "not a regular file"
+            raise OSError(code, why, str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _header_of(path: Path, line: bytes, damage: list[str]) -> SessionHeader:

@@ -7,6 +7,7 @@ logs had been written long before), so the racy rule does not already distrust t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -266,3 +267,38 @@ def test_two_listings_at_once_leave_a_whole_index(tmp_path: Path) -> None:
     list_summaries(tmp_path)
     assert set(_index(tmp_path)["entries"]) == {s.path.name for s in expected}
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [INDEX_NAME]
+
+
+def test_a_fifo_named_like_a_log_or_the_index_does_not_block_the_listing(tmp_path: Path) -> None:
+    _logs(tmp_path)
+    os.mkfifo(tmp_path / "20260109-000000-ffffff.jsonl")
+    os.mkfifo(tmp_path / INDEX_NAME)
+    listed: list[list[str]] = []
+
+    def listing() -> None:
+        listed.append([summary.damaged for summary in list_summaries(tmp_path)])
+
+    thread = threading.Thread(target=listing, daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    if thread.is_alive():  # blocked in open(): writers let it go, then the test fails
+        deadline = time.monotonic() + 20
+        while thread.is_alive() and time.monotonic() < deadline:
+            for name in ("20260109-000000-ffffff.jsonl", INDEX_NAME):
+                with contextlib.suppress(OSError):
+                    os.close(os.open(tmp_path / name, os.O_WRONLY | os.O_NONBLOCK))
+            thread.join(timeout=0.1)
+        pytest.fail("the listing blocked on a FIFO")
+    assert listed[0][0] == "cannot read it: not a regular file"
+    assert listed[0][1:] == ["", "", ""]
+
+
+def test_a_killed_listings_temporary_file_is_removed_later(tmp_path: Path) -> None:
+    _logs(tmp_path)
+    old, fresh = tmp_path / ".index-old.tmp", tmp_path / ".index-fresh.tmp"
+    old.write_bytes(b"{")
+    fresh.write_bytes(b"{")
+    two_hours_ago = time.time_ns() - 2 * HOUR_NS
+    os.utime(old, ns=(two_hours_ago, two_hours_ago))
+    list_summaries(tmp_path)  # no index yet: it writes one
+    assert not old.exists() and fresh.exists()
