@@ -125,13 +125,16 @@ def _trusted(entry: Any, identity: Identity, reference: int, path: Path) -> Sess
     task, state, damaged, fields = (entry.get(k) for k in ("task", "state", "damaged", "header"))
     if not (isinstance(task, str) and isinstance(damaged, str) and state in _STATES):
         return None
+    own = entry.get("own_task")
+    if own is not None and not isinstance(own, str):
+        return None
     if not isinstance(fields, dict) or "config" in fields:
         return None
     try:
         header = SessionHeader.model_validate(fields)
     except ValidationError:
         return None
-    return SessionSummary(path, header, task, str(state), damaged)
+    return SessionSummary(path, header, task, str(state), damaged, own)
 
 
 def _summarize(path: Path, entries: dict[str, Any], name: str) -> SessionSummary:
@@ -148,6 +151,7 @@ def _summarize(path: Path, entries: dict[str, Any], name: str) -> SessionSummary
         "task": summary.task,
         "state": summary.state,
         "damaged": summary.damaged,
+        "own_task": summary.own_task,
     }
     return summary
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from workbench.events import ENDED_STATES
 from workbench.session.log import SessionHeader
+from workbench.session.title import own_task
 
 LOG_SUFFIX = ".jsonl"
 
@@ -43,6 +44,10 @@ class SessionSummary:
     damaged: str = ""
     """What is wrong with the file ("" when nothing is): no header, a line that is not JSON,
     cut mid-line (its complete lines still load), unreadable."""
+    own_task: str | None = None
+    """For a continued session (resumed or branched), the first message the person sent after
+    its parent's history ("" if none yet: `title.session_title` then names the task it goes on
+    with); None for a new session."""
 
 
 _MAX_BAD_LINES_NAMED = 3
@@ -76,6 +81,10 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
         start = max(len(first), size - tail_bytes)
         stream.seek(start)
         tail = stream.read()
+        own = None
+        if header.parent_id and header.parent_event > 0:  # its own task is after the history
+            stream.seek(0)  # read, not mapped: a log cut while mapped would kill us (SIGBUS)
+            own = own_task(stream.read(size), header.parent_event)
     if first.endswith(b"\n") and size > len(first) and not tail.endswith(b"\n"):
         damage.append("cut mid-line at the end (its complete lines are listed)")
     state = ""
@@ -97,7 +106,7 @@ def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> Ses
     if len(bad) > _MAX_BAD_LINES_NAMED:
         rest = len(bad) - _MAX_BAD_LINES_NAMED
         bad[_MAX_BAD_LINES_NAMED:] = [f"{rest} more line(s) that are not JSON objects"]
-    return SessionSummary(Path(path), header, task, state, "; ".join([*damage, *bad]))
+    return SessionSummary(Path(path), header, task, state, "; ".join([*damage, *bad]), own)
 
 
 def open_regular(path: Path) -> BinaryIO:

@@ -53,10 +53,13 @@ def continued_title(header: SessionHeader, own: str, inherited: str) -> str:
 
 
 def session_title(summary: SessionSummary) -> str:
-    """The title of a listed session (reads the log again only for a continued one)."""
+    """The title of a listed session (reads the log again only for a continued one whose
+    summary does not hold its own task)."""
     header = summary.header
     if not header.parent_id or header.parent_event <= 0:
         return summary.task
+    if summary.own_task is not None:  # read when it was summarized
+        return continued_title(header, summary.own_task, summary.task)
     try:
         info = summary.path.stat()
         key = (str(summary.path), info.st_size, info.st_mtime_ns)

@@ -46,6 +46,20 @@ def _logs(directory: Path) -> dict[str, Path]:
     }
 
 
+def _continued(directory: Path) -> Path:
+    """A session resumed from log a: a's history (events 1-3), then its own task."""
+    header = make_header("20260106-000000-a2a2a2", "/home/me/p", "openai/m")
+    header = header.model_copy(update={"parent_id": "20260101-000000-aaaaaa", "parent_event": 3})
+    log = SessionLog.create(directory, header)
+    log.append(StateChangedEvent(id=1, state="running"))
+    log.append(MessageEvent(id=2, source="user", text="write hi.sh"))
+    log.append(MessageEvent(id=3, source="agent", text="done"))
+    log.append(MessageEvent(id=4, source="user", text="now add a test"))
+    log.append(StateChangedEvent(id=5, state="finished"))
+    log.close()
+    return log.path
+
+
 def _index(directory: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((directory / INDEX_NAME).read_bytes())
     return data
@@ -70,11 +84,13 @@ def _by_id(directory: Path) -> dict[str, tuple[str, str, str]]:
 
 def test_listing_equals_reading_every_log_and_a_warm_index_reads_none(tmp_path: Path) -> None:
     logs = _logs(tmp_path)
+    _continued(tmp_path)
     (tmp_path / "20260104-000000-dddddd.jsonl").write_bytes(b"not a log\n")
     with logs["a"].open("ab") as stream:  # killed mid-line
         stream.write(b'{"kind": "state", "id": 5, "st')
     expected = scan_summaries(tmp_path)
-    assert expected[0].damaged and expected[1].state == "unfinished"
+    assert expected[0].own_task == "now add a test"
+    assert expected[1].damaged and expected[2].state == "unfinished"
     assert list_summaries(tmp_path) == expected  # no index yet: every log read, index written
     assert (tmp_path / INDEX_NAME).stat().st_mode & 0o777 == 0o600
     # Wait until the newest log is older than the racy window; the next listing trusts them all.
@@ -96,6 +112,7 @@ def test_sessions_json_is_the_same_with_and_without_the_index(
 ) -> None:
     directory = Path(os.environ["WORKBENCH_DATA_DIR"]) / "sessions"
     _logs(directory)
+    _continued(directory)
     assert sessions_command(["--json"]) == 0
     without = capsys.readouterr().out
     assert (directory / INDEX_NAME).is_file()
@@ -103,6 +120,7 @@ def test_sessions_json_is_the_same_with_and_without_the_index(
     assert sessions_command(["--json"]) == 0
     assert capsys.readouterr().out == without
     assert [json.loads(line)["task"] for line in without.splitlines()] == [
+        "now add a test",
         "draw a chart",
         "fix the flaky test",
         "write hi.sh",
@@ -302,3 +320,19 @@ def test_a_killed_listings_temporary_file_is_removed_later(tmp_path: Path) -> No
     os.utime(old, ns=(two_hours_ago, two_hours_ago))
     list_summaries(tmp_path)  # no index yet: it writes one
     assert not old.exists() and fresh.exists()
+
+
+def test_a_continued_sessions_own_task_comes_from_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its title is its own task, after its parent's history: kept in the index, so a listing
+    in a new process does not read the whole log again."""
+    directory = Path(os.environ["WORKBENCH_DATA_DIR"]) / "sessions"
+    _logs(directory)
+    _continued(directory)
+    data = _trust_all(directory)
+    data["entries"]["20260106-000000-a2a2a2.jsonl"]["own_task"] = "from the index"
+    _save(directory, data)
+    assert sessions_command(["--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[0]["task"] == "from the index"
