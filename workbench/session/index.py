@@ -4,8 +4,10 @@
 identity when it was summarized (size, mtime, ctime and inode, in ns) and its summary
 (`summaries.summarize`). `list_summaries` stats every log, takes the summary of each whose
 identity is unchanged from the index, summarizes the others, and writes the index back (a
-temporary file in the same folder, fsynced, then `os.replace`: mode 0600) only when something
-changed. The index is a cache: deleting it costs one slower listing, never a session.
+temporary file in the same folder, then `os.replace`: mode 0600) only when something
+changed. It is not fsynced: a listing (the TUI's picker lists on its UI thread) does not wait
+for the disk, and an index a power cut leaves torn or empty fails to parse and is rebuilt. The
+index is a cache: deleting it costs one slower listing, never a session.
 
 Why a crash or a race cannot make it wrong:
 - A log is stat'd before it is read, so an entry's summary is never older than its identity;
@@ -232,7 +234,6 @@ class _NewIndex:
             rest = memoryview(text)
             while rest:
                 rest = rest[os.write(self._fd, rest) :]
-            os.fsync(self._fd)
             os.close(self._fd)
             self._fd = -1
             os.replace(self._temp, self.directory / INDEX_NAME)
