@@ -84,10 +84,11 @@ INDEX_KEY = _code_key()
 
 def list_summaries(directory: Path) -> list[SessionSummary]:
     """Summaries of the logs in `directory`, newest first (as `scan_summaries` gives them),
-    reading only the logs the index does not hold unchanged; [] when there is no folder."""
+    reading only the logs the index does not hold unchanged; [] when there is no folder (or it
+    cannot be read)."""
     try:
         names = log_names(directory)
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # no folder, or one we may not read: no sessions, as `Path.glob` said
         return []
     old, reference = _read_index(directory / INDEX_NAME)
     entries: dict[str, Any] = {}
