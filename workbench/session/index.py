@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -60,6 +61,8 @@ RACY_NS = 2_000_000_000
 (covers file systems with 1 s or 2 s timestamps)."""
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 """A larger index is ignored (and not written): ~1 KB an entry, so ~60 000 sessions."""
+MAX_TIME = 1e11
+"""An entry's `created` beyond this many seconds from 1970 (year 5138) is not trusted."""
 LEFT_BEHIND_NS = 3600 * 10**9
 """A temporary index file this old was left by a listing that was killed: it is removed."""
 _STATES = frozenset({"", "unfinished", *ENDED_STATES})
@@ -111,7 +114,8 @@ def list_summaries(directory: Path) -> list[SessionSummary]:
         with _NewIndex(directory) as new:
             for name in stale:
                 summaries[name] = _summarize(directory / name, entries, name)
-            new.write(entries)
+            if old is None or old.keys() != entries.keys() or any(n in entries for n in stale):
+                new.write(entries)  # not when the only logs read again cannot be read
     return [summaries[name] for name in names]
 
 
@@ -126,7 +130,9 @@ def _trusted(entry: Any, identity: Identity, reference: int, path: Path) -> Sess
     if max(identity[1], identity[2]) + RACY_NS > reference:
         return None
     task, state, damaged, fields = (entry.get(k) for k in ("task", "state", "damaged", "header"))
-    if not (isinstance(task, str) and isinstance(damaged, str) and state in _STATES):
+    if not (isinstance(task, str) and isinstance(damaged, str) and isinstance(state, str)):
+        return None
+    if state not in _STATES:
         return None
     own = entry.get("own_task")
     if own is not None and not isinstance(own, str):
@@ -137,6 +143,8 @@ def _trusted(entry: Any, identity: Identity, reference: int, path: Path) -> Sess
         header = SessionHeader.model_validate(fields)
     except ValidationError:
         return None
+    if not (math.isfinite(header.created) and abs(header.created) < MAX_TIME):
+        return None  # a time the list could not print
     return SessionSummary(path, header, task, str(state), damaged, own)
 
 

@@ -222,6 +222,17 @@ def test_a_garbage_index_is_ignored_and_rebuilt(tmp_path: Path) -> None:
         {**forged, "reference_ns": "later"},
         {**forged, "entries": {"20260101-000000-aaaaaa.jsonl": {**entry, "task": 5}}},
         {**forged, "entries": {"20260101-000000-aaaaaa.jsonl": {**entry, "state": "\x1b[2J"}}},
+        {**forged, "entries": {"20260101-000000-aaaaaa.jsonl": {**entry, "state": []}}},
+        {**forged, "entries": {"20260101-000000-aaaaaa.jsonl": {**entry, "own_task": 1}}},
+        {
+            **forged,
+            "entries": {
+                "20260101-000000-aaaaaa.jsonl": {
+                    **entry,
+                    "header": {**entry["header"], "created": 1e300},
+                }
+            },
+        },
         {**forged, "entries": {"20260101-000000-aaaaaa.jsonl": {**entry, "header": {"x": 1}}}},
         {**forged, "entries": {"20260101-000000-aaaaaa.jsonl": {**entry, "id": None}}},
     ]
@@ -336,3 +347,16 @@ def test_a_continued_sessions_own_task_comes_from_the_index(
     assert sessions_command(["--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert rows[0]["task"] == "from the index"
+
+
+def test_an_unreadable_log_is_listed_and_not_indexed(tmp_path: Path) -> None:
+    _logs(tmp_path)
+    (tmp_path / "20260107-000000-gggggg.jsonl").mkdir()  # a folder named like a log
+    _trust_all(tmp_path)
+    written = (tmp_path / INDEX_NAME).stat()
+    summaries = list_summaries(tmp_path)
+    assert summaries[0].damaged.startswith("cannot read it: ")
+    assert summaries == scan_summaries(tmp_path)
+    assert "20260107-000000-gggggg.jsonl" not in _index(tmp_path)["entries"]
+    again = (tmp_path / INDEX_NAME).stat()  # read again each time, but no index written for it
+    assert (again.st_ino, again.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
