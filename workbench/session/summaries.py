@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import mmap
 import os
 import stat
 from dataclasses import dataclass
@@ -22,9 +23,11 @@ from pydantic import ValidationError
 
 from workbench.events import ENDED_STATES
 from workbench.session.log import SessionHeader
-from workbench.session.title import own_task
 
 LOG_SUFFIX = ".jsonl"
+_USER = b'"source":"user"'
+"""How a person's message reads in a log line (`model_dump_json`, compact): only these
+lines are parsed."""
 
 
 @dataclass(frozen=True)
@@ -200,3 +203,24 @@ def scan_summaries(directory: Path) -> list[SessionSummary]:
         except OSError as exc:
             summaries.append(unreadable(path, exc))
     return summaries
+
+
+def own_task(data: bytes | mmap.mmap, parent_event: int) -> str:
+    """The first message of the person after event `parent_event` in a log's bytes ("" if
+    none). Only the lines holding a user event are parsed: found with `find`, not line by
+    line."""
+    at = data.find(_USER)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        try:
+            event = json.loads(data[start:end])
+        except ValueError:
+            event = None
+        if isinstance(event, dict) and event.get("kind") == "message":
+            number = event.get("id")
+            if isinstance(number, int) and number > parent_event and event.get("source") == "user":
+                return str(event.get("text", ""))
+        at = data.find(_USER, end)
+    return ""
