@@ -3,7 +3,7 @@
 Run: `python benchmarks/replay.py`. Progress goes to stderr; the last line on stdout is ONE
 JSON object with the figures, each beside a baseline measured in this run on the same files:
 
-- `list_1000_sessions_s`: `session.log.list_summaries` (what `workbench sessions` runs) over
+- `list_1000_sessions_s`: `session.index.list_summaries` (what `workbench sessions` runs) over
   1000 logs of 60 events each; baseline: the same files' first lines read with `json` alone.
 - `watch_10k_events_s`: a 10 000-event session read and printed headless as JSON lines
   (`replay.watch` into memory); baseline: the same lines read and written with `json` alone.
@@ -43,7 +43,8 @@ from workbench.headless.output import JsonPrinter
 from workbench.replay.recording import load_recording
 from workbench.replay.rerun import Rerunner
 from workbench.replay.watch import watch
-from workbench.session.log import list_summaries, make_header
+from workbench.session.index import list_summaries
+from workbench.session.log import make_header
 from workbench.tools.base import ToolContext
 
 SESSIONS = 1000

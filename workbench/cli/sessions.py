@@ -9,8 +9,9 @@
     workbench sessions export ID [-o FILE]      one .tar.gz: <id>.jsonl and <id>.files/
 
 ID is a session id or a unique prefix of one (or a log's path); an unknown or ambiguous one is
-a usage error (exit code 2) naming the candidates. The list reads only the first lines and the
-last 64 KB of each log (`session.log.summarize`), so it stays fast with thousands of sessions.
+a usage error (exit code 2) naming the candidates. The list keeps each log's summary in an
+index beside the logs (`session/index.py`) and reads only the logs that changed, so it stays
+fast with thousands of sessions.
 Exit codes: 0 done, 1 a deletion declined, 2 usage (bad arguments, no such session, the
 export's file exists).
 """
@@ -122,10 +123,10 @@ def _fail(message: str) -> int:
 
 def list_sessions(directory: Path, as_json: bool) -> int:
     """Print one line per session, newest first."""
-    from workbench.session.log import list_summaries
+    from workbench.session.index import list_summaries
     from workbench.session.title import session_title
 
-    summaries = list_summaries(directory) if directory.is_dir() else []
+    summaries = list_summaries(directory)
     out = sys.stdout
     for summary in summaries:
         header = summary.header
@@ -263,7 +264,7 @@ def delete_session(path: Path, yes: bool) -> int:
     """Delete the log at `path` and its files folder, after asking (unless `yes`)."""
     files = path.with_name(f"{path.stem}.files")
     if not yes:
-        from workbench.session.log import summarize
+        from workbench.session.summaries import summarize
 
         try:
             task = " ".join(summarize(path).task.split())[:60]

@@ -6,7 +6,7 @@ partial last line, which `read` skips and reports. A write that fails (a full di
 back to the last complete line and raises `SessionLogWriteError`, whose message says where and
 what to do. Large payloads (images) are files in a folder beside the log (`<id>.files/`),
 referenced by name. Known secret values are scrubbed from every line before it is written,
-whatever event carries them. `list_summaries` lists damaged logs too, saying what is wrong.
+whatever event carries them. What a list of sessions shows of a log is in `summaries.py`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.events import (
-    ENDED_STATES,
     EVENT_SCHEMA_VERSION,
     Event,
     event_to_json,
@@ -372,128 +371,3 @@ def load(path: Path) -> tuple[SessionHeader, list[Event]]:
     """The header and events of a session log (see `read` for what was skipped)."""
     loaded = read(path)
     return loaded.header, loaded.events
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One line of a session list: the header, the first task, and how the session ended."""
-
-    path: Path
-    header: SessionHeader
-    """The log's header; for a log without a readable one, a stand-in named after the file
-    (its time is the file's, model and workspace are empty) and `damaged` says why."""
-    task: str
-    """The first message the person sent ("" if the log has none)."""
-    state: str
-    """The last agent state recorded: finished, error or stopped; "unfinished" if the log
-    stops in another state (still running, or its process was killed); "" if none."""
-    damaged: str = ""
-    """What is wrong with the file ("" when nothing is): no header, a line that is not JSON,
-    cut mid-line (its complete lines still load), unreadable."""
-
-
-_MAX_BAD_LINES_NAMED = 3
-
-
-def summarize(path: Path, head_lines: int = 64, tail_bytes: int = 65_536) -> SessionSummary:
-    """Summarize a log from its first lines and its last bytes (not the whole file); damage
-    seen there is reported in `damaged`, not raised."""
-    damage: list[str] = []
-    bad: list[str] = []
-    task = ""
-    with Path(path).open("rb") as stream:
-        first = stream.readline()
-        header = _header_of(Path(path), first, damage)
-        for number in range(2, head_lines + 2):
-            line = stream.readline()
-            if not line.endswith(b"\n"):
-                break  # the end, or a cut last line (seen below)
-            event = _json_object(line)
-            if not event and line.strip():
-                bad.append(f"line {number} {_not_json(line)}")
-            if not task and event.get("kind") == "message" and event.get("source") == "user":
-                task = str(event.get("text", ""))
-        head_end = stream.tell()
-        size = stream.seek(0, os.SEEK_END)
-        start = max(len(first), size - tail_bytes)
-        stream.seek(start)
-        tail = stream.read()
-    if first.endswith(b"\n") and size > len(first) and not tail.endswith(b"\n"):
-        damage.append("cut mid-line at the end (its complete lines are listed)")
-    state = ""
-    offset = start
-    for index, line in enumerate(tail.split(b"\n")[:-1]):  # the last piece: "" or a cut line
-        at, offset = offset, offset + len(line) + 1
-        if index == 0 and start > len(first):
-            continue  # most likely cut by the seek, not by the writer
-        event = _json_object(line)
-        if not event and line.strip() and at >= head_end:
-            bad.append(f"a line near the end {_not_json(line)}")
-        if event.get("kind") == "state":
-            last = str(event.get("state", ""))
-            state = last if last in ENDED_STATES else "unfinished"
-    bad = list(dict.fromkeys(bad))
-    if len(bad) > _MAX_BAD_LINES_NAMED:
-        rest = len(bad) - _MAX_BAD_LINES_NAMED
-        bad[_MAX_BAD_LINES_NAMED:] = [f"{rest} more line(s) that are not JSON objects"]
-    return SessionSummary(Path(path), header, task, state, "; ".join([*damage, *bad]))
-
-
-def _header_of(path: Path, line: bytes, damage: list[str]) -> SessionHeader:
-    """The header in `line`, or a stand-in named after the file (the reason added to
-    `damage`)."""
-    if not line:
-        damage.append("empty file: no header")
-    elif not line.endswith(b"\n"):
-        damage.append("cut in its first line: no complete header")
-    else:
-        try:
-            return SessionHeader.model_validate_json(line)
-        except ValidationError as exc:
-            if _json_object(line):
-                reason = str(exc).splitlines()[0]
-                damage.append(f"line 1 is not a session header ({reason})")
-            else:
-                damage.append(f"line 1 {_not_json(line)}: no header")
-    return _stand_in(path)
-
-
-def _stand_in(path: Path) -> SessionHeader:
-    """A header for a file that has none: its name and time, nothing else known."""
-    try:
-        created = path.stat().st_mtime
-    except OSError:
-        created = 0.0
-    return SessionHeader(
-        workbench_version="", session_id=path.stem, created=created, workspace="", model=""
-    )
-
-
-def _not_json(line: bytes) -> str:
-    """Why a complete line is no event, in a few words."""
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return "is not UTF-8 text"
-    return "is not a JSON object"
-
-
-def _json_object(line: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(line)
-    except ValueError:  # a partial line (cut by the tail read, or by a kill), or not JSON
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def list_summaries(directory: Path) -> list[SessionSummary]:
-    """Summaries of the logs in `directory`, newest first; a damaged log is listed too, with
-    `damaged` saying what is wrong."""
-    summaries: list[SessionSummary] = []
-    for path in sorted(directory.glob("*.jsonl"), reverse=True):
-        try:
-            summaries.append(summarize(path))
-        except OSError as exc:
-            why = f"cannot read it: {exc.strerror or exc}"
-            summaries.append(SessionSummary(path, _stand_in(path), "", "", why))
-    return summaries

@@ -9,39 +9,17 @@ marked as such.
 
 from __future__ import annotations
 
-import json
 import mmap
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from workbench.session.log import SessionHeader, SessionSummary
+from workbench.session.summaries import own_task
 
-_USER = b'"source":"user"'
-"""How a person's message reads in a log line (`model_dump_json`, compact): only these
-lines are parsed."""
+if TYPE_CHECKING:
+    from workbench.session.log import SessionHeader
+    from workbench.session.summaries import SessionSummary
+
 _titles: dict[tuple[str, int, int], str] = {}
 """Own tasks of continued sessions already read, by log path, size and modification time."""
-
-
-def own_task(data: bytes | mmap.mmap, parent_event: int) -> str:
-    """The first message of the person after event `parent_event` in a log's bytes ("" if
-    none). Only the lines holding a user event are parsed: found with `find`, not line by
-    line."""
-    at = data.find(_USER)
-    while at >= 0:
-        start = data.rfind(b"\n", 0, at) + 1
-        end = data.find(b"\n", at)
-        end = len(data) if end < 0 else end
-        try:
-            event = json.loads(data[start:end])
-        except ValueError:
-            event = None
-        if isinstance(event, dict) and event.get("kind") == "message":
-            number = event.get("id")
-            if isinstance(number, int) and number > parent_event and event.get("source") == "user":
-                return str(event.get("text", ""))
-        at = data.find(_USER, end)
-    return ""
 
 
 def continued_title(header: SessionHeader, own: str, inherited: str) -> str:
@@ -52,10 +30,13 @@ def continued_title(header: SessionHeader, own: str, inherited: str) -> str:
 
 
 def session_title(summary: SessionSummary) -> str:
-    """The title of a listed session (reads the log again only for a continued one)."""
+    """The title of a listed session (reads the log again only for a continued one whose
+    summary does not hold its own task)."""
     header = summary.header
     if not header.parent_id or header.parent_event <= 0:
         return summary.task
+    if summary.own_task is not None:  # read when it was summarized
+        return continued_title(header, summary.own_task, summary.task)
     try:
         info = summary.path.stat()
         key = (str(summary.path), info.st_size, info.st_mtime_ns)

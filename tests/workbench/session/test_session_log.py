@@ -14,18 +14,18 @@ import pytest
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from workbench.events import ActionEvent, Event, MessageEvent, ObservationEvent, StateChangedEvent
+from workbench.session.index import list_summaries
 from workbench.session.log import (
     SessionHeader,
     SessionLog,
     SessionLogError,
-    list_summaries,
     load,
     make_header,
     new_session_id,
     read,
     redact,
-    summarize,
 )
+from workbench.session.summaries import summarize
 
 SECRET = "sk-test-SECRET-123456"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from headless_harness import bash, cli_env, finish, json_lines, run_cli
 
-from workbench.session.log import summarize
+from workbench.session.summaries import summarize
 from workbench.testing.llm_server import ScriptedLLMServer
 from workbench.tui.screens.sessions import matches, summary_text
 

@@ -21,8 +21,8 @@ from textual.widgets.option_list import Option
 from workbench.session.title import session_title
 
 if TYPE_CHECKING:
-    from workbench.session.log import SessionSummary
     from workbench.session.stats import SessionStats
+    from workbench.session.summaries import SessionSummary
 
 
 def duration_text(seconds: float) -> str:
@@ -91,9 +91,9 @@ class SessionPicker(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         """The search box and the list (or a line saying there is none)."""
-        from workbench.session.log import list_summaries
+        from workbench.session.index import list_summaries
 
-        self.summaries = list_summaries(self.directory) if self.directory.is_dir() else []
+        self.summaries = list_summaries(self.directory)
         with Vertical(id="sessions"):
             yield Static(f"Saved sessions in {self.directory}", id="sessions-title", markup=False)
             if not self.summaries:
