@@ -20,11 +20,13 @@ import os
 import stat
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 
 from sandbox.checkpoint_changes import Changes, Checkpoint
 from sandbox.checkpoint_git import StoreGit
 from sandbox.checkpoint_reads import misread
+from sandbox.checkpoint_recent import RecentWrites
 from sandbox.checkpoint_scope import is_app_path
 from sandbox.store_files import CheckpointError, glob_escape, read_file
 
@@ -47,8 +49,14 @@ _OTHERS = ("ls-files", "-z", "--others", "--directory", "--exclude-standard")
 _STDIN = ("-z", "--stdin")
 
 
+@dataclass
 class RecordingStore(StoreGit):
     """A checkpoint store that records the workspace (`checkpoint`)."""
+
+    _recent: RecentWrites = field(default_factory=RecentWrites, init=False, repr=False)
+    """Staged files a same-second write could hide from git (`checkpoint_recent.py`)."""
+    _tree: tuple[str, str] = field(default=("", ""), init=False, repr=False)
+    """The latest checkpoint written here and its tree."""
 
     def checkpoint(self, label: str) -> Checkpoint:
         """Record the workspace as it is now, labelled `label` (e.g. the step number)."""
@@ -63,6 +71,9 @@ class RecordingStore(StoreGit):
             self._git("update-index", "-q", "--refresh", check=False)
             self._refresh_after = 0.0
         tags, new_folders = self._listing()
+        hidden = self._recent.changed(self.workspace, tags)
+        for name in hidden:
+            tags[name] = "M" if os.path.lexists(self.workspace / name) else "D"
         listed = list(tags)
         new_files, empty_dirs = self._walk(new_folders)
         tags.update((name, "?") for name in new_files)
@@ -87,13 +98,25 @@ class RecordingStore(StoreGit):
             self._refresh_after = time.time() + 1.5
         elif not changes.empty:
             # Only what the listing named: no second walk of the whole workspace.
-            self._stage([n for n in listed if n in covered], covered, new_folders)
+            staged = [n for n, t in covered.items() if t != "D"]
+            taken = self._recent.capture(self.workspace, staged)
+            self._stage([n for n in listed if n in covered], covered, new_folders, hidden)
+            self._recent.remember(taken)
         if self.reread and (first or not changes.empty):
             self._reread(None if first else {*listed, *(f"{f}/" for f in new_folders)})
         tree = self._git("write-tree").decode().strip()
+        if (
+            parent is not None
+            and (parent, tree) == self._tree
+            and skipped == self._skipped
+            and empty_dirs == self._dirs_of(parent)
+        ):
+            # What was read again held what it held (a stat-only change): no new checkpoint.
+            return Checkpoint(parent, Changes(), tuple(skipped), time.perf_counter() - started)
         meta = {"label": label, "empty_dirs": empty_dirs, "skipped": skipped}
         commit = self._write_commit(tree, parent, json.dumps(meta))
         self._set_head(commit)
+        self._tree = (commit, tree)
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
 
@@ -128,15 +151,23 @@ class RecordingStore(StoreGit):
         path = self.workspace / name
         return path.is_dir() and not path.is_symlink() and not self._through_symlink(name)
 
-    def _stage(self, listed: Sequence[str], tags: dict[str, str], folders: Sequence[str]) -> None:
+    def _stage(
+        self,
+        listed: Sequence[str],
+        tags: dict[str, str],
+        folders: Sequence[str],
+        hidden: Sequence[str] = (),
+    ) -> None:
         """Stage the listed paths: changed, new and gone files by `git update-index` (only
-        they are hashed), new folders by `git add` (which applies the ignore patterns)."""
+        they are hashed), new folders by `git add` (which applies the ignore patterns); the
+        `hidden` changes (whose stat git sees unchanged) are taken out first, then read."""
         gone = [name for name in listed if tags[name] == "D"]
         # A path beyond a folder that is now a symlink leaves the index by name: git refuses
         # it otherwise ("beyond a symbolic link"), which once turned checkpoints off.
         beyond = [name for name in gone if "/" in name and self._through_symlink(name)]
-        if beyond:
-            self._git("update-index", "--force-remove", *_STDIN, input=_nul(beyond))
+        out = [*beyond, *(name for name in hidden if name in tags)]
+        if out:
+            self._git("update-index", "--force-remove", *_STDIN, input=_nul(out))
         paths = [name for name in listed if tags[name] != "D" or name not in beyond]
         if paths:
             try:

@@ -133,4 +133,5 @@ class CheckpointStore(RecordingStore):
             (self.workspace / name).mkdir(parents=True, exist_ok=True)
         self._set_head(commit)
         self._dirs = (commit, wanted)
+        self._recent.forget()  # the files it wrote are in the index as they are now
         return changes

@@ -43,8 +43,9 @@ def test_an_edit_that_keeps_size_and_mtime_is_recorded(cp: CheckpointStore, ws: 
     (ws / "a.txt").write_bytes(b"first version\n")
     (ws / "other").write_text("o")
     cp.checkpoint("0")
-    time.sleep(1.1)  # the index is older than the edit below by a whole second
-    cp.checkpoint("refresh")
+    time.sleep(1.1)
+    (ws / "other").write_text("p")
+    cp.checkpoint("index rewritten a second after a.txt: its entry no longer racy")
     before = os.stat(ws / "a.txt")
     (ws / "a.txt").write_bytes(b"other version\n")  # same size
     os.utime(ws / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -78,6 +79,30 @@ def test_writes_in_the_same_instant_as_the_checkpoint_are_all_recorded(
         os.utime(ws / "r.txt", ns=(mtime, mtime))  # as if in the same clock tick
         taken = cp.checkpoint(str(step))
         assert tree(cp, taken.commit)["r.txt"] == content, step
+
+
+def test_a_rewrite_in_the_same_second_keeping_size_and_mtime_is_recorded(
+    cp: CheckpointStore, ws: Path
+) -> None:
+    """git compares the change time by the second: a file staged and then written again in
+    that same second, its size and mtime kept, looks unchanged to git (`git add -A` misses it
+    too). The store looks again at the files it staged in that second."""
+    (ws / "other").write_text("o")
+    cp.checkpoint("0")
+    old = 1_600_000_000
+    for step in range(3):
+        deadline = time.monotonic() + 2
+        while time.time() % 1 > 0.2 and time.monotonic() < deadline:  # early in a second
+            time.sleep(0.005)
+        (ws / "r.txt").write_bytes(b"AAA%d" % step)
+        os.utime(ws / "r.txt", (old, old))
+        staged = cp.checkpoint(f"{step} staged")
+        assert tree(cp, staged.commit)["r.txt"] == b"AAA%d" % step
+        (ws / "r.txt").write_bytes(b"BBB%d" % step)  # same size, same second
+        os.utime(ws / "r.txt", (old, old))
+        again = cp.checkpoint(f"{step} again")
+        assert again.changes.changed == ("r.txt",), step
+        assert tree(cp, again.commit)["r.txt"] == b"BBB%d" % step
 
 
 def test_a_process_writing_behind_the_agents_back_is_seen(cp: CheckpointStore, ws: Path) -> None:
@@ -169,9 +194,7 @@ def test_the_apps_folder_and_gits_own_stay_out(cp: CheckpointStore, ws: Path) ->
     assert set(tree(cp, first.commit)) == {"a"}
 
 
-def test_a_file_back_under_the_size_limit_is_recorded_at_once(
-    tmp_path: Path, ws: Path
-) -> None:
+def test_a_file_back_under_the_size_limit_is_recorded_at_once(tmp_path: Path, ws: Path) -> None:
     """A file over the limit is left out; once it shrinks, the next checkpoint records it
     (an earlier version waited a step more, its excludes still naming it)."""
     cp = CheckpointStore(tmp_path / "store.git", ws, max_file_bytes=100)
