@@ -59,6 +59,11 @@ STORE_CONFIG = b"""[core]
 \tfsmonitor = false
 \thooksPath = /dev/null
 \tsharedRepository = 0600
+\tsplitIndex = true
+[index]
+\tversion = 4
+[splitIndex]
+\tsharedIndexExpire = 2.weeks.ago
 [gc]
 \tauto = 0
 [advice]
@@ -66,12 +71,23 @@ STORE_CONFIG = b"""[core]
 """
 """The store's whole config, written by workbench and put back before every git command:
 nothing else may name a command for git to run (see `CheckpointStore._guard`); what git writes
-is readable by its owner only (`sharedRepository = 0600`)."""
+is readable by its owner only (`sharedRepository = 0600`). Each key's index is split
+(`splitIndex`): a step writes the few entries it changed, not the whole index again, beside a
+shared index (`sharedindex.<id>`, rewritten once a fifth of the entries changed, removed two
+weeks after its last use); new indexes are version 4 (paths prefix-compressed: smaller)."""
 ATTRIBUTES = b"* -text -eol -filter -ident -working-tree-encoding\n"
 """The store's own attributes, above any `.gitattributes` in the workspace: files are stored
 byte for byte (no line-ending or encoding conversion, no filter)."""
-_EARLIER_CONFIG = STORE_CONFIG.replace(b"\tsharedRepository = 0600\n", b"")
-"""What stores made before files were kept private hold: replaced without a warning."""
+_SPLIT = (
+    b"\tsplitIndex = true\n[index]\n\tversion = 4\n"
+    b"[splitIndex]\n\tsharedIndexExpire = 2.weeks.ago\n"
+)
+_EARLIER_CONFIGS = (
+    STORE_CONFIG.replace(_SPLIT, b"").replace(b"\tsharedRepository = 0600\n", b""),
+    STORE_CONFIG.replace(_SPLIT, b""),
+)
+"""What stores made by earlier versions hold (before files were kept private, before the split
+index): replaced without a warning."""
 SAFE_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 """Given to every git command as well, should the config change while it runs."""
 
@@ -142,7 +158,7 @@ class StoreGit:
         target = self.path / "config"
         current = read_file(self.path, target) or b""
         if current != STORE_CONFIG:
-            if current and current != _EARLIER_CONFIG:
+            if current and current not in _EARLIER_CONFIGS:
                 log.warning("the checkpoint store's config %s was changed: reset", target)
             write_file(self.path, target, STORE_CONFIG)
         attributes = self.path / "info" / "attributes"

@@ -70,7 +70,7 @@ class RecordingStore(StoreGit):
             # clean"): git would read each of them again at every step until it is rewritten.
             self._git("update-index", "-q", "--refresh", check=False)
             self._refresh_after = 0.0
-        tags, new_folders = self._listing()
+        tags, new_folders = self._look(parent)
         hidden = self._recent.changed(self.workspace, tags)
         for name in hidden:
             tags[name] = "M" if os.path.lexists(self.workspace / name) else "D"
@@ -119,6 +119,19 @@ class RecordingStore(StoreGit):
         self._tree = (commit, tree)
         self._dirs, self._skipped = (commit, empty_dirs), skipped
         return Checkpoint(commit, changes, tuple(skipped), time.perf_counter() - started)
+
+    def _look(self, parent: str | None) -> tuple[dict[str, str], list[str]]:
+        """`_listing`; an index git cannot read (its shared index gone) is first made again
+        from the last checkpoint (the next look compares each file's content once)."""
+        try:
+            return self._listing()
+        except CheckpointError as unreadable:
+            if parent is None or not self.index_file.exists():
+                raise
+            log.warning("checkpoint: index unreadable (%s); made again from %s", unreadable, parent)
+            self.index_file.unlink()
+            self._git("read-tree", parent)
+            return self._listing()
 
     def _listing(self) -> tuple[dict[str, str], list[str]]:
         """What differs from the index (the last checkpoint): each path tagged "M" (changed),

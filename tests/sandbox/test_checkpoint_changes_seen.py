@@ -206,3 +206,29 @@ def test_a_file_back_under_the_size_limit_is_recorded_at_once(tmp_path: Path, ws
     taken = cp.checkpoint("1")
     assert taken.skipped == () and taken.changes.added == ("big",)
     assert tree(cp, taken.commit)["big"] == b"now small"
+
+
+def test_an_index_whose_shared_part_is_gone_is_made_again(cp: CheckpointStore, ws: Path) -> None:
+    """Each index is split (a step writes only what changed); should its shared part go (git
+    removes one unused for two weeks), the next checkpoint rebuilds the index from the last
+    checkpoint and still names exactly what changed."""
+    for n in range(5):
+        (ws / f"f{n}").write_text(str(n))
+    cp.checkpoint("0")
+    (ws / "f1").write_text("changed")
+    cp.checkpoint("1")
+    shared = list(cp.path.glob("sharedindex.*"))
+    assert shared, "the index is split"
+    for path in shared:
+        path.unlink()
+    (ws / "f2").write_text("changed too")
+    (ws / "f0").unlink()
+    taken = cp.checkpoint("2")
+    assert taken.changes.changed == ("f2",) and taken.changes.deleted == ("f0",)
+    assert tree(cp, taken.commit) == {
+        "f1": b"changed",
+        "f2": b"changed too",
+        "f3": b"3",
+        "f4": b"4",
+    }
+    assert cp.checkpoint("3").commit == taken.commit
