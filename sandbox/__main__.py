@@ -203,6 +203,11 @@ def serve(args: argparse.Namespace) -> int:
 
     make_undumpable()  # first: nothing of the token may be readable through /proc
     token, generated = read_token(args.token_file, args.token_fd)
+    # Until it is ready, the server's other threads (the confinement's, the shell's warm-up)
+    # wait on processes and need the GIL only for moments: give it them sooner than every 5 ms
+    # the imports here would, so their processes start earlier.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
     confining = None
     if args.confine_agent:
         from sandbox import confine
@@ -281,6 +286,7 @@ def serve(args: argparse.Namespace) -> int:
         sys.stdout.write("SANDBOX READY " + json.dumps(ready) + "\n")
         sys.stdout.flush()
         os.dup2(2, 1)  # stray prints must not fill a pipe nobody reads any more
+        sys.setswitchinterval(switch_interval)
         gc.freeze()  # start-up objects (modules, schemas) need no more collecting
         gc.enable()
         stop = asyncio.Event()
