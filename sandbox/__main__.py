@@ -196,9 +196,6 @@ def _read_fd(fd: int) -> str:
 
 def serve(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM/SIGINT (or stdin closing with --watch-stdin)."""
-    import asyncio
-    import signal
-
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr, format="sandbox %(levelname)s %(message)s"
     )
@@ -206,6 +203,12 @@ def serve(args: argparse.Namespace) -> int:
 
     make_undumpable()  # first: nothing of the token may be readable through /proc
     token, generated = read_token(args.token_file, args.token_fd)
+    # Until it is ready, the server's other threads (the confinement's, the shell's warm-up)
+    # wait on processes and need the GIL only for moments: give it them sooner than every 5 ms
+    # the imports here would, so their processes start earlier.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    confining = None
     if args.confine_agent:
         from sandbox import confine
 
@@ -214,9 +217,9 @@ def serve(args: argparse.Namespace) -> int:
 
         agent = AgentUser.parse(args.agent_uid) if args.agent_uid else None
         network = {"net": "on", "nonet": "off"}.get(args.confine_agent, args.confine_agent)
-        why = confine.enable(network=network, protect=protect, agent=agent)
-        if why is not None:
-            raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
+        # Begun before the imports below, which it overlaps (its holder and probe are
+        # processes); waited for before anything of the agent starts.
+        confining = confine.begin(network=network, protect=protect, agent=agent)
     if args.agent_user:
         from sandbox import confine
 
@@ -224,6 +227,9 @@ def serve(args: argparse.Namespace) -> int:
         why = confine.run_agent_as(uid, gid)
         if why is not None:
             raise SystemExit(f"sandbox: cannot run the agent as {uid}:{gid}: {why}")
+    import asyncio
+    import signal
+
     if args.limit_events:
         from sandbox.limits import watch_spec
 
@@ -234,11 +240,16 @@ def serve(args: argparse.Namespace) -> int:
     workspace.mkdir(parents=True, exist_ok=True)
 
     # pydantic looks for plugins in every installed distribution's entry points (~10 ms);
-    # the server has none. Unset again so the agent's processes do not inherit it.
+    # the server has none (its models are all built when `protocol` is imported). Unset again
+    # so the agent's processes do not inherit it.
     added = "PYDANTIC_DISABLE_PLUGINS" not in os.environ
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from sandbox.core import Sandbox
 
+    if added:
+        del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+    if confining is not None and (why := confining.wait()) is not None:
+        raise SystemExit(f"sandbox: cannot confine the agent's processes: {why}")
     sandbox = Sandbox(
         workspace,
         artifacts=args.artifacts,
@@ -246,14 +257,11 @@ def serve(args: argparse.Namespace) -> int:
         checkpoints=args.checkpoints,
         guard=_guard(args, workspace),
         python_env=_python_env(args.python_env),
+        warm_up=() if args.no_warm_up else ["bash"],  # the shell starts while the rest loads
     )
-    if not args.no_warm_up:
-        sandbox.warm_up("bash")  # the shell starts while the HTTP side loads
     from sandbox.http11 import Limits
     from sandbox.server import SandboxServer
 
-    if added:
-        del os.environ["PYDANTIC_DISABLE_PLUGINS"]
     limits = Limits(
         header_timeout_s=args.header_timeout,
         idle_timeout_s=args.idle_timeout,
@@ -278,6 +286,7 @@ def serve(args: argparse.Namespace) -> int:
         sys.stdout.write("SANDBOX READY " + json.dumps(ready) + "\n")
         sys.stdout.flush()
         os.dup2(2, 1)  # stray prints must not fill a pipe nobody reads any more
+        sys.setswitchinterval(switch_interval)
         gc.freeze()  # start-up objects (modules, schemas) need no more collecting
         gc.enable()
         stop = asyncio.Event()

@@ -55,10 +55,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox.agent_uid import AgentUser, agent_parts
+
+if TYPE_CHECKING:
+    from sandbox.net_namespace import HolderStart
 
 _prefix: list[str] = []
 _agent: AgentUser | None = None
@@ -92,10 +97,45 @@ def enable(
     an agent that rewrote it could make a rewind bring back what it chose). `agent`: run them as
     that unprivileged uid (the server must be root); None: as the server's uid with no
     capabilities."""
-    global _prefix
+    return begin(network, protect, agent).wait()
+
+
+class Enabling:
+    """`enable` under way (`begin`): the rest runs in a thread; `wait()` gives its answer."""
+
+    def __init__(self, finish: Callable[[], str | None] | None, why: str | None = None) -> None:
+        self._why = why
+        self._thread: threading.Thread | None = None
+        if finish is not None:
+            self._thread = threading.Thread(
+                target=self._run, args=(finish,), name="confine", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self, finish: Callable[[], str | None]) -> None:
+        try:
+            self._why = finish()
+        except Exception as exc:  # reported by wait(), never lost in the thread
+            self._why = f"setting up the agent's confinement failed: {type(exc).__name__}: {exc}"
+
+    def wait(self) -> str | None:
+        """None once agent processes are confined (`enabled()`), otherwise why they cannot be."""
+        if self._thread is not None:
+            self._thread.join()
+        return self._why
+
+
+def begin(
+    network: bool | str = True, protect: Sequence[Path] = (), agent: AgentUser | None = None
+) -> Enabling:
+    """`enable`, begun: the network namespace's holder and the agent's mounts are started
+    here, in this thread (the holder's bwrap dies with the thread that started it: call from
+    the one that lives as long as the server); waiting for the holder and the probe that tries
+    the whole prefix happen in a thread meanwhile, so the server's imports go on. Nothing of
+    the agent may start before `wait()` returned None."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return "bwrap is not installed"
+        return Enabling(None, "bwrap is not installed")
     prefix = [
         bwrap,
         "--bind", "/", "/",
@@ -103,13 +143,24 @@ def enable(
         "--proc", "/proc",
         "--unshare-pid",
     ]  # fmt: skip
+    mode = ("on" if network else "off") if isinstance(network, bool) else network
+    holder: HolderStart | None = None
+    if mode in ("off", "allowlist"):  # one namespace for the session (sandbox/net_namespace.py)
+        from sandbox.net_bridge import PROXY_PORT, PROXY_SOCKET, proxy_env
+        from sandbox.net_namespace import spawn_holder
+
+        bridged = PROXY_SOCKET if mode == "allowlist" else None
+        spawned = spawn_holder(bwrap, bridged, PROXY_PORT)  # starts while the rest goes on
+        if isinstance(spawned, str):
+            return Enabling(None, spawned)
+        holder = spawned
     tail: list[str] = []
     if agent is None:
         prefix += ["--cap-drop", "ALL"]
     else:  # bwrap keeps root's capabilities for the tail, which drops them all
         parts = agent_parts(agent)
         if isinstance(parts, str):
-            return parts
+            return Enabling(None, parts)
         prefix += parts[0]
         tail = parts[1]
     # No --die-with-parent: its PR_SET_PDEATHSIG fires when the *thread* that forked exits, and
@@ -118,24 +169,23 @@ def enable(
     for folder in protect:
         folder.mkdir(parents=True, exist_ok=True)
         prefix += ["--ro-bind", str(folder), str(folder)]
-    mode = ("on" if network else "off") if isinstance(network, bool) else network
-    join: list[str] = []
-    if mode in ("off", "allowlist"):  # one namespace for the session (sandbox/net_namespace.py)
-        from sandbox.net_bridge import PROXY_PORT, PROXY_SOCKET, proxy_env
-        from sandbox.net_namespace import start_holder
-
-        bridged = PROXY_SOCKET if mode == "allowlist" else None
-        joined = start_holder(bwrap, bridged, PROXY_PORT)
-        if isinstance(joined, str):
-            return joined
-        join = joined
-        if mode == "allowlist":
-            for name, value in proxy_env().items():
-                prefix += ["--setenv", name, value]
+    if mode == "allowlist":
+        for name, value in proxy_env().items():
+            prefix += ["--setenv", name, value]
     # The host paths staged for MCP servers (and their caches) are theirs, not the agent's.
     if Path(MCP_STAGE).is_dir():
         prefix += ["--tmpfs", MCP_STAGE]
-    prefix = [*join, *prefix, "--", *tail]
+    return Enabling(lambda: _finish(holder, [*prefix, "--", *tail], agent))
+
+
+def _finish(holder: HolderStart | None, prefix: list[str], agent: AgentUser | None) -> str | None:
+    """The end of `begin`: join the holder's namespace once it holds it, then try the prefix."""
+    global _prefix, _agent
+    if holder is not None:
+        joined = holder.ready()
+        if isinstance(joined, str):
+            return joined
+        prefix = [*joined, *prefix]
     try:
         probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -143,7 +193,6 @@ def enable(
     if probe.returncode != 0:
         return probe.stderr.decode(errors="replace").strip() or f"exit {probe.returncode}"
     _prefix = prefix
-    global _agent
     _agent = agent
     return None
 

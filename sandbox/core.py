@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox.executors import load_builtin_executors
+from sandbox.executors import load_builtin_executors, register_builtin_executors
 from sandbox.executors.base import (
     Executor,
     ExecutorContext,
@@ -36,8 +36,8 @@ class Sandbox:
         checkpoints: Path | None = None,
         guard: Guard | None = None,
         python_env: Path | None = None,
+        warm_up: Iterable[str] = (),
     ) -> None:
-        load_builtin_executors()
         self.guard = guard
         """Checks the workspace's protected paths after every action (`sandbox/protect.py`)."""
         self._guard_lock = threading.Lock()
@@ -58,6 +58,12 @@ class Sandbox:
             checkpoints=checkpoints,
             python_env=python_env,
         )
+        # Registered without their modules (imported when each is first built), but those in
+        # `warm_up`, which start building at once in the background.
+        register_builtin_executors()
+        for name in warm_up:
+            load_builtin_executors((name,))
+            self.warm_up(name)
 
     def available(self) -> dict[str, bool]:
         """Executor name -> whether it can run here."""

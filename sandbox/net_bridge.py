@@ -9,8 +9,11 @@ runtime."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when used: the server starts its network namespace before asyncio
+    import asyncio
 
 PROXY_PORT = 3128
 """The proxy's port on the sandbox's loopback."""
@@ -35,6 +38,7 @@ def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
 
 async def serve_bridge(socket_path: str, port: int = PROXY_PORT) -> asyncio.Server:
     """Listen on 127.0.0.1:`port` and forward each connection to the unix socket (Docker)."""
+    import asyncio
 
     async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

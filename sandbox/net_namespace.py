@@ -85,6 +85,15 @@ def start_holder(bwrap: str, socket_path: str | None, port: int) -> list[str] | 
     """Start the session's network namespace and its holder (bridging 127.0.0.1:`port` to
     `socket_path`, or nothing when None); the command that makes a program join it, or why not.
     Call from the thread that lives as long as the server (bwrap's --die-with-parent)."""
+    starting = spawn_holder(bwrap, socket_path, port)
+    return starting if isinstance(starting, str) else starting.ready()
+
+
+def spawn_holder(bwrap: str, socket_path: str | None, port: int) -> HolderStart | str:
+    """`start_holder` in two steps: this one starts the holder's process and returns at once
+    (or says why it cannot); `ready()` on the result waits until it holds the namespace, from
+    any thread, while the caller goes on. Call this one from the thread that lives as long as
+    the server: bwrap's --die-with-parent fires when the thread that started it ends."""
     global _holder
     if _holder is not None:  # enabled again: the old namespace goes with its holder
         _holder.kill()
@@ -120,28 +129,51 @@ def start_holder(bwrap: str, socket_path: str | None, port: int) -> list[str] | 
         return f"cannot start the network namespace's holder: {exc}"
     finally:
         os.close(info_write)
-    assert holder.stdout is not None and holder.stderr is not None
-    with os.fdopen(info_read, "rb") as info_file:
-        info = info_file.read()  # bwrap writes it and closes it before the program starts
-    line = holder.stdout.readline()
-    if line != b"ready\n":
-        holder.kill()
-        why = holder.stderr.read().decode(errors="replace").strip()
-        holder.wait()
-        return f"the network namespace's holder did not start: {why or line!r}"
-    holder.stdout.close()
-    holder.stderr.close()
-    try:
-        pid = int(json.loads(info)["child-pid"])
-    except (ValueError, KeyError, TypeError):
-        holder.kill()
-        holder.wait()
-        return f"bwrap gave no child pid for the network namespace's holder: {info!r}"
     _holder = holder
-    join = [nsenter]
-    if os.stat(f"/proc/{pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino:
-        join += [f"--user=/proc/{pid}/ns/user", "--preserve-credentials"]
-    return [*join, f"--net=/proc/{pid}/ns/net"]
+    return HolderStart(holder, info_read, nsenter)
+
+
+class HolderStart:
+    """A holder whose process was started (`spawn_holder`): `ready()` waits for it."""
+
+    def __init__(self, holder: subprocess.Popen[bytes], info_read: int, nsenter: str) -> None:
+        self._holder = holder
+        self._info_read = info_read
+        self._nsenter = nsenter
+
+    def ready(self) -> list[str] | str:
+        """The command that makes a program join the namespace once the holder holds it, or
+        why it did not start (the holder then stopped)."""
+        holder = self._holder
+        assert holder.stdout is not None and holder.stderr is not None
+        with os.fdopen(self._info_read, "rb") as info_file:
+            info = info_file.read()  # bwrap writes it and closes it before the program starts
+        line = holder.stdout.readline()
+        if line != b"ready\n":
+            _forget(holder)
+            why = holder.stderr.read().decode(errors="replace").strip()
+            holder.wait()
+            return f"the network namespace's holder did not start: {why or line!r}"
+        holder.stdout.close()
+        holder.stderr.close()
+        try:
+            pid = int(json.loads(info)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            _forget(holder)
+            holder.wait()
+            return f"bwrap gave no child pid for the network namespace's holder: {info!r}"
+        join = [self._nsenter]
+        if os.stat(f"/proc/{pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino:
+            join += [f"--user=/proc/{pid}/ns/user", "--preserve-credentials"]
+        return [*join, f"--net=/proc/{pid}/ns/net"]
+
+
+def _forget(holder: subprocess.Popen[bytes]) -> None:
+    """Kill a holder that did not start; it is no longer the session's."""
+    global _holder
+    holder.kill()
+    if _holder is holder:
+        _holder = None
 
 
 def holder_alive() -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import json
 import os
 import select
@@ -27,9 +26,9 @@ import time
 from typing import Any, ClassVar
 
 from sandbox import confine
+from sandbox.executors import browser_missing
 from sandbox.executors.base import ExecutorContext, register
 from sandbox.executors.browser_episode import Episode, script_url
-from sandbox.executors.browser_worker import chromium_path
 from sandbox.protocol import (
     Action,
     BrowseAction,
@@ -309,21 +308,7 @@ def _remove_when_quiet(folder: str, limit_s: float = 3.0) -> None:
         time.sleep(0.05)
 
 
-def browser_unavailable_reason() -> str | None:
-    """None when BrowserGym and Chromium are here, otherwise what is missing."""
-    if importlib.util.find_spec("browsergym") is None:
-        return "BrowserGym is not installed (pip install browsergym-core)."
-    if chromium_path() is None:
-        return (
-            "Chromium was not found. Install it (apt-get install chromium) or set "
-            "WORKBENCH_CHROMIUM to its path."
-        )
-    return None
+browser_unavailable_reason = browser_missing
+"""None when BrowserGym and Chromium are here, otherwise what is missing."""
 
-
-register(
-    "browser",
-    BrowserExecutor.action_kinds,
-    BrowserExecutor.from_context,
-    browser_unavailable_reason,
-)
+register("browser", BrowserExecutor.action_kinds, BrowserExecutor.from_context, browser_missing)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import secrets
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
 from sandbox.checkpoints import DEFAULT_IGNORES, Checkpoint, CheckpointError, CheckpointStore
+from sandbox.executors import git_missing
 from sandbox.executors.base import ExecutorContext, register
 from sandbox.protocol import (
     Action,
@@ -84,10 +84,6 @@ def _names(paths: Sequence[str]) -> list[str]:
     return [p.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for p in paths]
 
 
-def _git_missing() -> str | None:
-    return None if shutil.which("git") else "git is not installed in the sandbox"
-
-
 register(
-    "checkpoints", CheckpointExecutor.action_kinds, CheckpointExecutor.from_context, _git_missing
+    "checkpoints", CheckpointExecutor.action_kinds, CheckpointExecutor.from_context, git_missing
 )

@@ -15,18 +15,17 @@ import ast
 import base64
 import binascii
 import contextlib
-import importlib.util
 import itertools
 import os
 import re
 import secrets
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sandbox import agent_env
+from sandbox.executors import jupyter_missing
 from sandbox.executors.base import ExecutorContext, StreamListener, register
 from sandbox.protocol import (
     Action,
@@ -379,15 +378,4 @@ def _append_block(text: list[str], block: str) -> None:
     text.append(block if block.endswith("\n") else block + "\n")
 
 
-def _available() -> str | None:
-    """None when jupyter_client and ipykernel are installed for this Python, else what's missing."""
-    missing = [m for m in ("jupyter_client", "ipykernel") if importlib.util.find_spec(m) is None]
-    if not missing:
-        return None
-    return (
-        f"{' and '.join(missing)} not installed for {sys.executable}; "
-        "install them with `pip install jupyter_client ipykernel`."
-    )
-
-
-register("jupyter", ("ipython",), JupyterExecutor.from_context, available=_available)
+register("jupyter", ("ipython",), JupyterExecutor.from_context, available=jupyter_missing)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sandbox import confine
+from sandbox.executors import mcp_missing
 from sandbox.executors.base import ExecutorContext, register
 from sandbox.protocol import (
     Action,
@@ -73,14 +74,6 @@ RESULT_LIMIT = 100_000
 """Characters of a tool's text result kept (its middle is cut beyond that)."""
 SERVER_CWD = "/"
 """Where stdio MCP servers start (workbench makes the config's relative paths absolute)."""
-
-
-def _available() -> str | None:
-    import importlib.util
-
-    if importlib.util.find_spec("mcp") is None:
-        return "the `mcp` Python package is not installed in the sandbox (pip install mcp)"
-    return None
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -414,4 +407,4 @@ class McpExecutor:
             server.close_log()
 
 
-register("mcp", McpExecutor.action_kinds, McpExecutor, _available)
+register("mcp", McpExecutor.action_kinds, McpExecutor, mcp_missing)

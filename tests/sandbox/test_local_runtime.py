@@ -272,6 +272,8 @@ async def test_secrets_and_the_token_stay_out_of_the_shell(
         assert "EXTRA=given" in observation.content
         for secret in ("sk-very-secret", "tok-secret", "SANDBOX_TOKEN"):
             assert secret not in observation.content
+        # Nor a setting the server uses for itself while it starts (it once leaked here).
+        assert "PYDANTIC_DISABLE_PLUGINS" not in observation.content
     finally:
         await runtime.close()
 
