@@ -197,11 +197,12 @@ def run_eval(
 ) -> int:
     """Run the eval `options` describe; returns the exit code (`eval_exit.py`)."""
     from workbench.eval.pool import LocalPool
-    from workbench.eval.trial import reset_cancel, run_trial
+    from workbench.eval.trial import reset_cancel, run_trial, sweep_orphans
 
     entries = load_dataset(options.dataset, options.tasks)
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "trials").mkdir(exist_ok=True)
+    sweep_orphans()  # trial folders a killed driver left in the temp folder
     for stale in (options.out / "trials").glob(".*"):  # left by a run killed mid-write
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)

@@ -4,8 +4,11 @@
 in a stable order, without owners or times, so the same content gives the same bytes) and its
 SHA-256. `unpack_task` extracts it once per content into `<temp>/workbench-ray-tasks/<digest>/`
 (written under a temporary name, then renamed: trials unpacking the same task at once on one
-node do not see each other's half-written copy) with tarfile's "data" filter, which refuses
-absolute paths, `..`, links that leave the folder and device files.
+node do not see each other's half-written copy) by `_extract`, which takes regular files,
+folders and symlinks that stay inside the folder, and refuses anything else (absolute paths,
+`..`, links that leave the folder, hard links, devices, a path through a symlink) with a
+`tarfile.TarError`. It is our own rather than tarfile's "data" filter, which Python 3.11 has
+only from 3.11.4 (Debian 12 ships 3.11.2).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 import shutil
 import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 MAX_BYTES = 200 * 1024 * 1024
 """A task folder larger than this packed is refused: put such datasets on a shared filesystem."""
@@ -50,8 +53,6 @@ def pack_task(folder: Path) -> tuple[str, bytes]:
 
 def unpack_task(digest: str, data: bytes, name: str) -> Path:
     """The task folder `name` with this content on this machine, unpacked if not there yet."""
-    if not hasattr(tarfile, "data_filter"):
-        raise ValueError("unpacking a shipped task needs Python 3.11.4 or newer (tar filters)")
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError("the task's bytes do not match their digest")
     root = Path(tempfile.gettempdir()) / CACHE / digest
@@ -62,7 +63,7 @@ def unpack_task(digest: str, data: bytes, name: str) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=root))
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            tar.extractall(staging / name, filter="data")
+            _extract(tar, staging / name)
         try:
             os.rename(staging / name, folder)
         except OSError:  # another trial unpacked it first
@@ -71,6 +72,66 @@ def unpack_task(digest: str, data: bytes, name: str) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+class UnsafeMember(tarfile.TarError):
+    """A member of a shipped task that would land outside its folder, or is no plain file."""
+
+
+def _member_path(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or ".." in path.parts or "\0" in name:
+        raise UnsafeMember(f"{name!r} would leave the task's folder")
+    return path
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Extract `tar` into `dest`: files, folders, and symlinks last (so nothing is written
+    through one); each path checked before anything is written."""
+    members = tar.getmembers()
+    links: list[tuple[PurePosixPath, str]] = []
+    linked: set[PurePosixPath] = set()
+    for member in members:
+        path = _member_path(member.name)
+        if member.issym():
+            points_to = PurePosixPath(member.linkname)
+            inside = PurePosixPath(*path.parts[:-1], *points_to.parts)
+            if points_to.is_absolute() or _escapes(inside):
+                raise UnsafeMember(f"the link {member.name!r} points out of the task's folder")
+            links.append((path, member.linkname))
+            linked.add(path)
+        elif not (member.isfile() or member.isdir()):
+            raise UnsafeMember(f"{member.name!r} is neither a file, a folder nor a link")
+    dest.mkdir(parents=True)
+    for member in members:
+        path = _member_path(member.name)
+        if any(PurePosixPath(*path.parts[:i]) in linked for i in range(1, len(path.parts))):
+            raise UnsafeMember(f"{member.name!r} goes through a link")
+        target = dest.joinpath(*path.parts)
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif member.isfile():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file always has a stream
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(source, out)
+            os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
+    for path, linkname in links:
+        target = dest.joinpath(*path.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(linkname, target)
+
+
+def _escapes(path: PurePosixPath) -> bool:
+    """Whether a relative path, `..` resolved lexically, climbs above its start."""
+    depth = 0
+    for part in path.parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            return True
+    return False
 
 
 def write_config(data: bytes, suffix: str) -> Path:

@@ -63,15 +63,51 @@ def deadline_s(job: TrialJob) -> float:
     return agent + verifier + SETUP_SLACK_S
 
 
+DRIVER_FILE = "driver"
+"""In a trial's temporary folder: the process that made it (pid and start time), so that a
+later run can tell a folder whose driver was killed from one a live driver still uses."""
+ORPHAN_GRACE_S = 60.0
+
+
 def run_trial(job: TrialJob) -> TrialOutcome:
     """Run one trial in a child process and return its outcome, files included."""
     started = time.monotonic()
     root = job.settings.get("work_root") or None
     folder = Path(tempfile.mkdtemp(prefix=f"wb-trial-{job.trial_id[:40]}-", dir=root))
+    (folder / DRIVER_FILE).write_text(_process_key(os.getpid()) or "", encoding="utf-8")
     try:
         return _run_in(job, folder, started)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep_orphans(root: Path | None = None) -> list[Path]:
+    """Remove the trial folders in `root` (the temp folder) whose driver is gone: a driver
+    killed with SIGKILL between a trial's end and its cleanup leaves one. Returns them."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob("wb-trial-*"):
+        try:
+            key = (folder / DRIVER_FILE).read_text(encoding="utf-8").strip()
+        except OSError:  # not yet written by a live driver, or no trial folder of ours
+            key = ""
+        with contextlib.suppress(OSError):
+            if not key and time.time() - folder.stat().st_mtime < ORPHAN_GRACE_S:
+                continue
+            pid = int(key.split()[0]) if key else 0
+            if key and _process_key(pid) == key:
+                continue  # its driver still runs
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _process_key(pid: int) -> str | None:
+    """`pid` and its start time (from /proc): the same key only for the same process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return f"{pid} {stat.rpartition(')')[2].split()[19]}"
 
 
 def _run_in(job: TrialJob, folder: Path, started: float) -> TrialOutcome:

@@ -5,7 +5,11 @@ mapped into the sandbox; the local pool's bounds; the progress line."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +221,28 @@ def test_the_docs_list_the_eval_exit_codes() -> None:
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "eval.md").read_text()
     assert eval_exit.markdown_table() in docs
+
+
+def test_trial_folders_of_a_killed_driver_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    from workbench.eval import trial
+
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    key_of_gone = trial._process_key(gone.pid)
+    gone.kill()
+    gone.wait()
+    folders = {
+        name: tmp_path / f"wb-trial-{name}-x" for name in ("dead", "live", "young", "old", "other")
+    }
+    for folder in folders.values():
+        folder.mkdir()
+    (folders["dead"] / trial.DRIVER_FILE).write_text(key_of_gone or "")
+    (folders["live"] / trial.DRIVER_FILE).write_text(trial._process_key(os.getpid()) or "")
+    os.utime(folders["old"], (time.time() - 3600, time.time() - 3600))
+    (folders["other"] / trial.DRIVER_FILE).write_text(f"{os.getpid()} 1")  # pid reused
+    removed = trial.sweep_orphans(tmp_path)
+    assert sorted(p.name for p in removed) == [
+        "wb-trial-dead-x",
+        "wb-trial-old-x",
+        "wb-trial-other-x",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wb-trial-live-x", "wb-trial-young-x"]

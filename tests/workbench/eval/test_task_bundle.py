@@ -8,6 +8,7 @@ import os
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,6 +61,41 @@ def test_bytes_that_are_not_what_was_sent_or_leave_the_folder_are_refused(tmp_pa
     with pytest.raises(tarfile.TarError):
         unpack_task(hashlib.sha256(evil).hexdigest(), evil, "evil")
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def _tar(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buffer.getvalue()
+
+
+def _info(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", size: int = 0) -> Any:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size = kind, link, size
+    return info
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [(_info("/etc/evil", size=1), b"x")],  # absolute
+        [(_info("a/../../evil", size=1), b"x")],  # climbs out
+        [(_info("up", tarfile.SYMTYPE, "../.."), None)],  # a link out
+        [(_info("abs", tarfile.SYMTYPE, "/etc"), None)],  # an absolute link
+        [(_info("hard", tarfile.LNKTYPE, "/etc/passwd"), None)],  # a hard link
+        [(_info("dev", tarfile.CHRTYPE), None)],  # a device
+        [(_info("d", tarfile.SYMTYPE, "sub"), None), (_info("d/x", size=1), b"x")],  # via link
+    ],
+)
+def test_members_that_would_escape_or_are_no_plain_files_are_refused(
+    members: list[tuple[tarfile.TarInfo, bytes | None]],
+) -> None:
+    evil = _tar(*members)
+    name = f"evil-{hashlib.sha256(evil).hexdigest()[:8]}"
+    with pytest.raises(tarfile.TarError):
+        unpack_task(hashlib.sha256(evil).hexdigest(), evil, name)
 
 
 def test_a_task_too_big_to_ship_says_what_to_do(
