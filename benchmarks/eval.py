@@ -91,48 +91,10 @@ def tree_rss() -> int:
     return total
 
 
-class ThreadPool:
-    """Stand-in for `workbench.eval.pool.LocalPool` where it is not merged yet: the same
-    protocol, each trial in a thread of this process."""
-
-    def __init__(self, concurrency: int) -> None:
-        self.concurrency = concurrency
-
-    def run(
-        self,
-        jobs: Sequence[TrialJob],
-        work: Callable[[TrialJob], TrialOutcome],
-        on_done: Callable[[TrialOutcome], None],
-        should_start: Callable[[], bool],
-        prepare: Callable[[TrialJob], TrialJob] | None = None,
-    ) -> None:
-        """Run work(job) for each job, at most N at once (see TrialPool)."""
-        import queue
-
-        done: queue.Queue[TrialOutcome] = queue.Queue()
-        pending, running = list(jobs), 0
-        while True:
-            while pending and running < self.concurrency and should_start():
-                job = pending.pop(0)
-                job = prepare(job) if prepare else job
-                threading.Thread(target=lambda j=job: done.put(work(j)), daemon=True).start()
-                running += 1
-            if not running:
-                return
-            running -= 1
-            on_done(done.get())
-
-    def cancel_running(self) -> None:
-        """Not needed here."""
-
-
 def local_pool(concurrency: int) -> TrialPool:
-    """evalcore's LocalPool, or the stand-in above until it is merged."""
-    try:
-        from workbench.eval.pool import LocalPool
-    except ImportError:
-        log("  (workbench.eval.pool is not here yet: a thread pool stands in for LocalPool)")
-        return ThreadPool(concurrency)
+    """The local pool `workbench eval` uses."""
+    from workbench.eval.pool import LocalPool
+
     return LocalPool(concurrency)
 
 
@@ -304,16 +266,11 @@ def main() -> None:
     parser.add_argument(
         "--work",
         choices=["stand-in", "eval"],
-        help="eval (default where workbench.eval.run exists) or stand-in",
+        default="eval",
+        help="eval (the real driver and trials, scripted model; default) or stand-in "
+        "(a shell trial without an LLM)",
     )
     args = parser.parse_args()
-    has_driver = importlib.util.find_spec("workbench.eval.run") is not None
-    if args.work is None:
-        args.work = "eval" if has_driver else "stand-in"
-    if args.work == "eval" and not has_driver:
-        raise SystemExit(
-            "--work eval needs workbench.eval.run (the eval driver); use --work stand-in"
-        )
     levels = [int(c) for c in args.concurrency.split(",")]
     pools = args.pools.split(",")
     if "ray" in pools and importlib.util.find_spec("ray") is None:
