@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.checkpoint_scope import app_folders
+from sandbox.defaults import DEFAULT_IGNORES
 from sandbox.store_files import (
     CheckpointError,
     check_store,
@@ -33,18 +34,6 @@ from sandbox.store_files import (
     write_file,
 )
 
-DEFAULT_IGNORES = (
-    "node_modules/",
-    ".venv/",
-    "venv/",
-    "__pycache__/",
-    ".mypy_cache/",
-    ".pytest_cache/",
-    ".ruff_cache/",
-    ".tox/",
-    ".cache/",
-    "*.pyc",
-)
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 log = logging.getLogger(__name__)
 

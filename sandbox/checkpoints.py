@@ -27,13 +27,13 @@ import os
 from sandbox.checkpoint_changes import Changes, Checkpoint, under
 from sandbox.checkpoint_git import (
     ATTRIBUTES,
-    DEFAULT_IGNORES,
     DEFAULT_MAX_FILE_BYTES,
     SAFE_OPTIONS,
     STORE_CONFIG,
 )
 from sandbox.checkpoint_record import RecordingStore
 from sandbox.checkpoint_scope import agent_paths, agent_tree
+from sandbox.defaults import DEFAULT_IGNORES
 from sandbox.store_files import CheckpointError
 
 __all__ = [

@@ -21,6 +21,7 @@ from pydantic import (
     field_validator,
 )
 
+from sandbox.defaults import DEFAULT_IGNORES
 from workbench.config.schema_mcp import McpConfig
 from workbench.config.schema_sandbox import SandboxConfig
 from workbench.config.section import ConfirmationPolicy, HeadlessOnConfirm, RiskThreshold, Section
@@ -157,20 +158,7 @@ class CheckpointsConfig(Section):
     git in the sandbox), so `workbench rewind` can undo any step."""
     max_file_mb: float = Field(default=50.0, ge=0, allow_inf_nan=False)
     """Files larger than this are left out of checkpoints (and listed as not covered)."""
-    ignore: list[str] = Field(
-        default_factory=lambda: [
-            "node_modules/",
-            ".venv/",
-            "venv/",
-            "__pycache__/",
-            ".mypy_cache/",
-            ".pytest_cache/",
-            ".ruff_cache/",
-            ".tox/",
-            ".cache/",
-            "*.pyc",
-        ]
-    )
+    ignore: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORES))
     """gitignore patterns left out of checkpoints (caches, virtual environments); a rewind
     never changes or deletes what they match."""
 
