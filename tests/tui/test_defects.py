@@ -288,11 +288,10 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
             shell.output.append(long_line + "\n")
             view = shell.output
 
-            def drawn(view: Any = view) -> list[str]:
+            def drawn(view: Any = view) -> list[str]:  # its rows once the wraps are laid out
                 lines = [view.render_line(y).text.rstrip() for y in range(view.size.height)]
                 return [line for line in lines if line]
 
-            # the end of the line comes into view once its wrapped lines are laid out
             await _until(pilot, lambda: drawn() and drawn()[-1].endswith("word059"), "the end")
             width = view.scrollable_content_region.width
             rows = drawn()
