@@ -54,24 +54,38 @@ def docker_api(sandbox_image: str) -> Any:
     return docker_client()
 
 
+def new_runtime(default_workspace: Path, **options: Any) -> DockerRuntime:
+    """A DockerRuntime on the test base image (not started); `workspace=` overrides the default."""
+    options.setdefault("workspace", default_workspace)
+    options.setdefault("base_image", BASE_IMAGE)
+    options.setdefault("memory", "1g")
+    return DockerRuntime(**options)
+
+
+async def close_runtime(runtime: DockerRuntime) -> None:
+    """Close `runtime` and remove its container, kept alive or not."""
+    runtime.keep_alive = False
+    await runtime.close()
+
+
 @pytest.fixture
 async def make_runtime(sandbox_image: str, tmp_path: Path) -> AsyncIterator[MakeRuntime]:
-    """Start a DockerRuntime on the test base image; every one is closed at teardown."""
+    """Start a DockerRuntime on the test base image; every one is closed at teardown.
+
+    Function-scoped: for tests that change the sandbox itself (its user, volumes, network,
+    keep-alive, a killed container). A module of tests that only read from a default sandbox
+    shares one instead (a `loop_scope="module"` fixture over `new_runtime`)."""
     runtimes: list[DockerRuntime] = []
 
     async def make(**options: Any) -> DockerRuntime:
-        options.setdefault("workspace", tmp_path / "workspace")
-        options.setdefault("base_image", BASE_IMAGE)
-        options.setdefault("memory", "1g")
-        runtime = DockerRuntime(**options)
+        runtime = new_runtime(tmp_path / "workspace", **options)
         runtimes.append(runtime)
         await runtime.start()
         return runtime
 
     yield make
     for runtime in runtimes:
-        runtime.keep_alive = False
-        await runtime.close()
+        await close_runtime(runtime)
 
 
 def import_image_without_python(docker_api: Any, tag: str) -> None:

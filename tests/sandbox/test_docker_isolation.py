@@ -12,12 +12,20 @@ import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import MakeRuntime, docker_api, make_runtime, sandbox_image
+import pytest_asyncio
+from docker_support import (
+    MakeRuntime,
+    close_runtime,
+    docker_api,
+    make_runtime,
+    new_runtime,
+    sandbox_image,
+)
 from test_isolation import HUNT
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction, IPythonAction, IPythonObservation
@@ -55,12 +63,31 @@ def app() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
 
 
+# The attacks marked `on_shared` leave the sandbox as they found it: they share one container.
+on_shared = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def agent_apart(
+    sandbox_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[DockerRuntime]:
+    """The agent under its own uid, started from an environment that holds the app's key."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("LLM_API_KEY", APP_KEY)
+        runtime = new_runtime(tmp_path_factory.mktemp("apart") / "workspace", user_id=AGENT_UID)
+        await runtime.start()
+    yield runtime
+    await close_runtime(runtime)
+
+
 @pytest.fixture
-async def agent_apart(make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch) -> DockerRuntime:
-    monkeypatch.setenv("LLM_API_KEY", APP_KEY)  # in the environment the runtime starts from
+async def agent_alone(make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch) -> DockerRuntime:
+    """`agent_apart`, fresh: for an attack that kills the agent's own processes."""
+    monkeypatch.setenv("LLM_API_KEY", APP_KEY)
     return await make_runtime(user_id=AGENT_UID)
 
 
+@on_shared
 async def test_the_agent_runs_under_its_own_uid_and_the_server_keeps_root(
     agent_apart: DockerRuntime,
 ) -> None:
@@ -75,6 +102,7 @@ async def test_the_agent_runs_under_its_own_uid_and_the_server_keeps_root(
     assert "NoNewPrivs:\t1" in obs.content and "CapEff:\t0000000000000000" in obs.content
 
 
+@on_shared
 async def test_the_agent_cannot_find_the_key_or_the_token(
     agent_apart: DockerRuntime, app: subprocess.Popen[bytes]
 ) -> None:
@@ -105,6 +133,7 @@ async def test_the_agent_cannot_find_the_key_or_the_token(
     assert APP_KEY not in cell.content and token not in cell.content
 
 
+@on_shared
 async def test_the_server_refuses_the_agent_without_the_token(agent_apart: DockerRuntime) -> None:
     """Reaching the server is possible; every route answers 401 without the token (which
     the agent cannot read: see the environ tests above)."""
@@ -128,8 +157,9 @@ EOF""",
 
 
 async def test_the_agent_cannot_signal_the_server_or_the_app(
-    agent_apart: DockerRuntime, app: subprocess.Popen[bytes]
+    agent_alone: DockerRuntime, app: subprocess.Popen[bytes]
 ) -> None:
+    agent_apart = agent_alone
     before = await agent_apart.info()
     out = await sh(
         agent_apart,

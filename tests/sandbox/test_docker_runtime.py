@@ -9,17 +9,21 @@ import socket
 import subprocess
 import sys
 import tarfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import docker.errors
 import pytest
+import pytest_asyncio
 from docker_support import (
     BASE_IMAGE,
     MakeRuntime,
+    close_runtime,
     docker_api,
     import_image_without_python,
     make_runtime,
+    new_runtime,
     sandbox_image,
 )
 
@@ -54,6 +58,20 @@ async def edit(runtime: DockerRuntime, command: str, path: str, **fields: Any) -
 
 # ------------------------------------------------------------------ acceptance through Docker
 
+# The tests marked `on_shared` only run commands in a default sandbox and leave it usable
+# (absolute paths, no user/volume/network options, nothing killed): they share one container.
+on_shared = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(
+    sandbox_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[DockerRuntime]:
+    runtime = new_runtime(tmp_path_factory.mktemp("shared") / "workspace")
+    await runtime.start()
+    yield runtime
+    await close_runtime(runtime)
+
 
 async def test_shell_state_persists_and_exit_codes_come_back(make_runtime: MakeRuntime) -> None:
     runtime = await make_runtime(env={"WB_GREETING": "hello from the host"})
@@ -69,8 +87,9 @@ async def test_shell_state_persists_and_exit_codes_come_back(make_runtime: MakeR
     assert "token=none" in obs.content  # the server's token never reaches the agent's shell
 
 
-async def test_the_token_is_in_no_environment_and_no_file(make_runtime: MakeRuntime) -> None:
-    runtime = await make_runtime()
+@on_shared
+async def test_the_token_is_in_no_environment_and_no_file(shared: DockerRuntime) -> None:
+    runtime = shared
     client = runtime._client
     assert client is not None
     token = str(client._auth["Authorization"]).split()[1]  # type: ignore[attr-defined]
@@ -83,8 +102,9 @@ async def test_the_token_is_in_no_environment_and_no_file(make_runtime: MakeRunt
     assert "sandbox-token" in obs.content  # cat's complaint: the file was deleted
 
 
-async def test_soft_timeout_returns_a_running_command(make_runtime: MakeRuntime) -> None:
-    runtime = await make_runtime()
+@on_shared
+async def test_soft_timeout_returns_a_running_command(shared: DockerRuntime) -> None:
+    runtime = shared
     obs = await shell(runtime, "sleep 30", soft_timeout=1.0)
     assert obs.exit_code == -1 and obs.running
     obs = await shell(runtime, "C-c", is_input=True)
@@ -92,40 +112,39 @@ async def test_soft_timeout_returns_a_running_command(make_runtime: MakeRuntime)
     assert "after" in obs.content and obs.exit_code == 0
 
 
-async def test_editor_writes_files_the_host_sees(make_runtime: MakeRuntime, tmp_path: Path) -> None:
-    runtime = await make_runtime()
+@on_shared
+async def test_editor_writes_files_the_host_sees(shared: DockerRuntime) -> None:
+    runtime, workspace = shared, Path(shared.workspace)
     created = await edit(runtime, "create", "/workspace/app.py", file_text="x = 1\nprint(x)\n")
     assert isinstance(created, FileEditObservation), created
     replaced = await edit(
         runtime, "str_replace", "/workspace/app.py", old_str="x = 1", new_str="x = 2"
     )
     assert isinstance(replaced, FileEditObservation), replaced
-    assert (tmp_path / "workspace" / "app.py").read_text() == "x = 2\nprint(x)\n"
+    assert (workspace / "app.py").read_text() == "x = 2\nprint(x)\n"
     refused = await edit(runtime, "create", "/workspace/app.py", file_text="again")
     assert isinstance(refused, ErrorObservation)
     names = {entry.path for entry in await runtime.list_files(".")}
     assert "app.py" in names
 
 
-async def test_editor_keeps_a_cp1251_file_in_cp1251(
-    make_runtime: MakeRuntime, tmp_path: Path
-) -> None:
-    runtime = await make_runtime()
+@on_shared
+async def test_editor_keeps_a_cp1251_file_in_cp1251(shared: DockerRuntime) -> None:
+    runtime, workspace = shared, Path(shared.workspace)
     text = "[школа]\nгород = Новосибирск\nдиректор = Ирина Петровна\n"  # noqa: RUF001
-    (tmp_path / "workspace" / "school.ini").write_bytes(text.encode("cp1251"))
+    (workspace / "school.ini").write_bytes(text.encode("cp1251"))
     replaced = await edit(
         runtime, "str_replace", "/workspace/school.ini", old_str="Новосибирск", new_str="Томск"
     )
     assert isinstance(replaced, FileEditObservation), replaced
     assert "город = Томск" in replaced.content
     changed = text.replace("Новосибирск", "Томск")
-    assert (tmp_path / "workspace" / "school.ini").read_bytes() == changed.encode("cp1251")
+    assert (workspace / "school.ini").read_bytes() == changed.encode("cp1251")
 
 
-async def test_jupyter_runs_in_the_container_and_follows_the_shell(
-    make_runtime: MakeRuntime,
-) -> None:
-    runtime = await make_runtime()
+@on_shared
+async def test_jupyter_runs_in_the_container_and_follows_the_shell(shared: DockerRuntime) -> None:
+    runtime = shared
     code = "import sys, ipykernel; print(sys.prefix, ipykernel.__file__, 6 * 7)"
     obs = await runtime.execute(IPythonAction(code=code))
     assert isinstance(obs, IPythonObservation), obs

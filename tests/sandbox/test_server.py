@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -90,14 +91,38 @@ def stop_server(server: Server) -> None:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
+    """A fresh server: for tests that run commands, write files or stop it."""
     srv = start_server(tmp_path, secrets.token_urlsafe(24))
     yield srv
     stop_server(srv)
 
 
+def module_server(*extra: str) -> Any:
+    """A fixture of one server per test module (and xdist worker), started with `extra`: for
+    requests that must leave it as it was (refusals, malformed input, health)."""
+
+    @pytest.fixture(scope="module")
+    def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+        srv = start_server(tmp_path_factory.mktemp("server"), secrets.token_urlsafe(24), *extra)
+        yield srv
+        stop_server(srv)
+
+    return shared_server
+
+
+shared_server = module_server()
+
+
 @pytest.fixture
 async def client(server: Server) -> AsyncIterator[SandboxClient]:
     sandbox_client = SandboxClient(server.url, server.token)
+    yield sandbox_client
+    await sandbox_client.close()
+
+
+@pytest.fixture
+async def shared_client(shared_server: Server) -> AsyncIterator[SandboxClient]:
+    sandbox_client = SandboxClient(shared_server.url, shared_server.token)
     yield sandbox_client
     await sandbox_client.close()
 
@@ -118,7 +143,8 @@ def run_body(command: str) -> bytes:
     return json.dumps({"action": {"kind": "run", "command": command}}).encode()
 
 
-async def test_health_needs_no_token_and_reports_memory(server: Server) -> None:
+async def test_health_needs_no_token_and_reports_memory(shared_server: Server) -> None:
+    server = shared_server
     status, info = await raw(server, "GET", "/health")
     assert status == 200
     assert info["pid"] == server.proc.pid == server.ready["pid"]
@@ -129,8 +155,9 @@ async def test_health_needs_no_token_and_reports_memory(server: Server) -> None:
 
 @pytest.mark.parametrize(("token", "status"), [(None, 401), ("wrong", 403), ("", 403)])
 async def test_bad_token_is_refused_and_runs_nothing(
-    server: Server, token: str | None, status: int
+    shared_server: Server, token: str | None, status: int
 ) -> None:
+    server = shared_server
     marker = server.workspace / "touched"
     code, reply = await raw(server, "POST", "/execute", run_body(f"touch {marker}"), token)
     assert code == status and "token" in str(reply["error"])
@@ -148,7 +175,9 @@ async def test_bad_token_is_refused_and_runs_nothing(
     assert not (server.workspace / "up.txt").exists()
 
 
-async def test_malformed_requests_get_a_4xx_with_a_message(server: Server) -> None:
+async def test_malformed_requests_get_a_4xx_with_a_message(shared_server: Server) -> None:
+    server = shared_server
+
     async def post(body: bytes) -> tuple[int, dict[str, object]]:
         return await raw(server, "POST", "/execute", body, server.token)
 
@@ -249,8 +278,10 @@ async def test_upload_download_list(server: Server, client: SandboxClient) -> No
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../outside.txt", "dir/../../outside.txt"])
 async def test_paths_outside_the_workspace_are_refused(
-    server: Server, client: SandboxClient, path: str
+    shared_server: Server, shared_client: SandboxClient, path: str
 ) -> None:
+    server = shared_server
+    client = shared_client
     (server.workspace.parent / "outside.txt").write_text("secret")
     with pytest.raises(SandboxRequestError) as download:
         await client.download(path)
@@ -262,8 +293,10 @@ async def test_paths_outside_the_workspace_are_refused(
 
 
 async def test_symlink_out_of_the_workspace_is_refused(
-    server: Server, client: SandboxClient
+    shared_server: Server, shared_client: SandboxClient
 ) -> None:
+    server = shared_server
+    client = shared_client
     (server.workspace.parent / "outside.txt").write_text("secret")
     (server.workspace / "link").symlink_to(server.workspace.parent)
     with pytest.raises(SandboxRequestError) as refused:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from http_raw import Reply, exchange, request
-from test_server import Server, start_server, stop_server
+from test_server import Server, module_server, start_server, stop_server
 from waiting import wait_until
 
 from sandbox.http11 import MAX_BODY
@@ -27,9 +27,15 @@ from sandbox.stream_fanout import STREAM_BUFFER_BYTES
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
+    """A fresh server: for tests that fill its memory, its subscriber slots or its artifacts."""
     srv = start_server(tmp_path, secrets.token_urlsafe(24), "--disable", "browser")
     yield srv
     stop_server(srv)
+
+
+# One server for every malformed request (per xdist worker): each must leave it answering, so
+# the later requests also check that the earlier did no harm.
+shared_server = module_server("--disable", "browser")
 
 
 def port_of(server: Server) -> int:
@@ -195,8 +201,9 @@ MALFORMED: list[tuple[str, bytes, set[int]]] = [
 
 @pytest.mark.parametrize(("name", "data", "expected"), MALFORMED, ids=[m[0] for m in MALFORMED])
 def test_every_malformed_request_gets_a_4xx_with_a_message(
-    server: Server, name: str, data: bytes, expected: set[int]
+    shared_server: Server, name: str, data: bytes, expected: set[int]
 ) -> None:
+    server = shared_server
     (server.workspace / "file.txt").write_text("a file")
     reply = exchange(port_of(server), data.replace(b"{TOKEN}", server.token.encode()), 15)
     assert not reply.timed_out, f"{name}: no answer in 15 s"
