@@ -17,21 +17,25 @@ T = TypeVar("T")
 POLL_S = 0.02
 
 
-def wait_until(condition: Callable[[], T], within_s: float = 30.0, what: str = "") -> T:
-    """Poll `condition` until it returns something true; fail after `within_s`."""
+def wait_until(
+    condition: Callable[[], T], within_s: float = 30.0, what: str = "", *, poll_s: float = POLL_S
+) -> T:
+    """Poll `condition` (every `poll_s`) until it returns something true; fail after `within_s`."""
     deadline = time.monotonic() + within_s
     while not (value := condition()):
         if time.monotonic() > deadline:
             raise AssertionError(f"{what or 'condition'} not met within {within_s} s")
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
     return value
 
 
-async def until(condition: Callable[[], T], within_s: float = 30.0, what: str = "") -> T:
+async def until(
+    condition: Callable[[], T], within_s: float = 30.0, what: str = "", *, poll_s: float = POLL_S
+) -> T:
     """`wait_until` for a test on the event loop: the loop keeps running while it waits."""
     deadline = time.monotonic() + within_s
     while not (value := condition()):
         if time.monotonic() > deadline:
             raise AssertionError(f"{what or 'condition'} not met within {within_s} s")
-        await asyncio.sleep(POLL_S)
+        await asyncio.sleep(poll_s)
     return value

@@ -170,8 +170,10 @@ def test_busy_refusal_with_nothing_new_says_so(shell: BashExecutor) -> None:
 
 
 def test_busy_set_env_refusal_carries_the_new_output_too(shell: BashExecutor) -> None:
+    streamed: list[str] = []
+    shell.subscribe(lambda e: streamed.append(e.data) if e.kind == "output" else None)
     assert run(shell, "echo one; sleep 0.5; echo two; sleep 30", soft_timeout=0.3).running
-    time.sleep(0.8)
+    wait_until(lambda: "two" in "".join(streamed), what="two")  # printed after the answer
     busy = shell.execute(SetEnvAction(env={"A": "1"}))
     assert isinstance(busy, ErrorObservation) and busy.error_kind == "busy"
     assert busy.content.endswith("since you last looked:\ntwo\n")
@@ -185,7 +187,7 @@ def test_ctrl_c_stops_the_whole_pipeline(shell: BashExecutor) -> None:
     pipeline = psutil.Process(shell_pid).children(recursive=True)
     assert len(pipeline) == 2
     assert run(shell, "C-c", is_input=True).exit_code == 130
-    assert _all_dead(pipeline)
+    wait_until(lambda: _all_dead(pipeline), what="the pipeline's processes to end")
 
 
 def test_hard_timeout_then_empty_commands_fetch_the_rest(shell: BashExecutor) -> None:
@@ -327,20 +329,15 @@ def test_close_leaves_no_process(tmp_path: Path) -> None:
     ]
     assert len(procs) >= 3 and len(orphans) == 1
     shell.close()
-    assert _all_dead(procs + orphans)
+    wait_until(lambda: _all_dead(procs + orphans), what="the shell's processes to end")
 
 
-def _all_dead(procs: list[psutil.Process], within: float = 3.0) -> bool:
-    """True once every process has exited (a zombie waiting for init to reap it counts)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in procs):
-                return True
-        except psutil.NoSuchProcess:
-            continue
-        time.sleep(0.02)
-    return False
+def _all_dead(procs: list[psutil.Process]) -> bool:
+    """True if every process has exited (a zombie waiting for init to reap it counts)."""
+    try:
+        return all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in procs)
+    except psutil.NoSuchProcess:  # it ended between the two looks: look again
+        return False
 
 
 def test_registered_and_streamed_through_the_sandbox(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from sandbox.checkpoints import CheckpointStore
 
@@ -43,7 +44,14 @@ def test_an_edit_that_keeps_size_and_mtime_is_recorded(cp: CheckpointStore, ws: 
     (ws / "a.txt").write_bytes(b"first version\n")
     (ws / "other").write_text("o")
     cp.checkpoint("0")
-    time.sleep(1.1)
+    second = os.stat(ws / "a.txt").st_mtime_ns // 10**9
+    probe = ws.parent / "clock-probe"
+
+    def stamped_a_second_later() -> bool:
+        probe.write_bytes(b"")  # the file system's own clock, which may lag time.time()
+        return os.stat(probe).st_mtime_ns // 10**9 > second
+
+    wait_until(stamped_a_second_later, 30, "the file system's clock in the second after a.txt's")
     (ws / "other").write_text("p")
     cp.checkpoint("index rewritten a second after a.txt: its entry no longer racy")
     before = os.stat(ws / "a.txt")
@@ -91,9 +99,7 @@ def test_a_rewrite_in_the_same_second_keeping_size_and_mtime_is_recorded(
     cp.checkpoint("0")
     old = 1_600_000_000
     for step in range(3):
-        deadline = time.monotonic() + 2
-        while time.time() % 1 > 0.2 and time.monotonic() < deadline:  # early in a second
-            time.sleep(0.005)
+        wait_until(lambda: time.time() % 1 <= 0.2, 30, "the first fifth of a second")
         (ws / "r.txt").write_bytes(b"AAA%d" % step)
         os.utime(ws / "r.txt", (old, old))
         staged = cp.checkpoint(f"{step} staged")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_until
 
 from sandbox.executors.base import ExecutorContext, registrations
 from sandbox.executors.jupyter import JupyterExecutor
@@ -84,10 +85,7 @@ def gone(pid: int) -> bool:
 
 
 def wait_gone(*pids: int) -> None:
-    deadline = time.monotonic() + 5
-    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert all(gone(pid) for pid in pids)
+    wait_until(lambda: all(gone(pid) for pid in pids), 30, f"processes {pids} to end")
 
 
 def test_registered_with_availability() -> None:
@@ -268,10 +266,14 @@ def test_close_during_a_cell_returns_promptly(tmp_path: Path) -> None:
         target=lambda: answers.append(executor.execute(IPythonAction(code=code)))
     )
     cell.start()
-    deadline = time.monotonic() + 30
-    while not started.exists():  # close() must come while the cell runs, not before it starts
-        assert time.monotonic() < deadline and cell.is_alive(), "the cell never started"
-        time.sleep(0.02)
+
+    def cell_started() -> bool:
+        if started.exists():
+            return True
+        assert cell.is_alive(), f"the cell ended before it started: {answers}"
+        return False
+
+    wait_until(cell_started, 30, "the cell to start")  # close() must come while the cell runs
     executor.close()
     cell.join(5)
     assert not cell.is_alive() and len(answers) == 1

@@ -26,6 +26,7 @@ import docker.errors
 import pytest
 from docker_support import BASE_IMAGE, MakeRuntime, docker_api, make_runtime, sandbox_image
 from headless_harness import bash, cli_env, finish, run_cli
+from waiting import wait_until
 
 from sandbox.runtimes import leftovers
 from sandbox.runtimes.docker import LABEL
@@ -74,15 +75,6 @@ def present(path: Path) -> bool:
     return path.exists()
 
 
-def wait_for(check: Any, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return bool(check())
-
-
 @pytest.fixture
 def killed_app(tmp_path: Path) -> Iterator[Any]:
     """Start an app process on a runtime; the test gets its details and SIGKILLs it."""
@@ -102,7 +94,7 @@ def killed_app(tmp_path: Path) -> Iterator[Any]:
         line = proc.stdout.readline()
         assert line, f"the app exited with {proc.wait()} before it was ready"
         details = json.loads(line)
-        assert wait_for(lambda: len(marker_processes(marker)) >= 2, 10)  # both sleeps run
+        wait_until(lambda: len(marker_processes(marker)) >= 2, 30, "both sleeps to run")
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         return proc, details, marker
@@ -145,7 +137,7 @@ async def test_a_killed_docker_session_stops_at_once_and_the_next_start_removes_
         return bool(container.status != "running")
 
     # The app is gone: its container stops by itself, taking the agent's command with it.
-    assert wait_for(stopped, 20), container.status
+    wait_until(stopped, 30, "the container to stop")
     assert marker_processes(marker) == []
     runtime = LocalRuntime(tmp_path, disable=["browser"])  # the next session, any runtime
     try:
@@ -312,18 +304,18 @@ def test_a_sigkilled_headless_run_leaves_nothing_after_the_next_run(
             stderr=subprocess.DEVNULL,
         )
         try:
-            assert wait_for(lambda: len(marker_processes(marker)) >= 2, 120), "never ran"
+            wait_until(lambda: len(marker_processes(marker)) >= 2, 120, "both sleeps to run")
             folders, containers = owned_by(app.pid)
             assert folders if runtime == "local" else containers
         finally:
             app.send_signal(signal.SIGKILL)
             app.wait()
     if runtime == "docker":  # its container stops with the app, before any new session
-        assert wait_for(lambda: marker_processes(marker) == [], 20)
+        wait_until(lambda: marker_processes(marker) == [], 30, "the agent's sleeps to end")
     with ScriptedLLMServer([finish()]) as server:  # the next session, on the local runtime
         env.update(LLM_BASE_URL=server.base_url, RUNTIME="local")
         done = run_cli(["--headless", "-t", "nothing"], env, workspace, timeout=300)
     assert done.returncode == 0, done.stderr
     # The sweep of a local start runs beside it: give it a moment after the run.
-    assert wait_for(lambda: owned_by(app.pid) == ([], []), 30), owned_by(app.pid)
+    wait_until(lambda: owned_by(app.pid) == ([], []), 30, "the killed app's leftovers gone")
     assert marker_processes(marker) == []

@@ -56,11 +56,32 @@ def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
 
 
 async def wait_dead(pid: int) -> None:
-    for _ in range(500):
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"process {pid} did not die")
+    def dead() -> bool:
+        try:
+            return not alive([psutil.Process(pid)])
+        except psutil.NoSuchProcess:
+            return True
+
+    await until(dead, 30, f"process {pid} to die")
+
+
+def sleeping(cmdline: list[str]) -> list[psutil.Process]:
+    """The processes running exactly `cmdline` (a sleep with a unique duration)."""
+    return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == cmdline]
+
+
+async def echo_until_streamed(runtime: LocalRuntime, chunks: list[str], word: str) -> None:
+    """Echo `word` every 0.05 s until the stream has carried it: the stream may subscribe
+    later than a first command runs (after a start, after a restart)."""
+    stop = f"streamed-{word}"
+    loop = f"until [ -e {stop} ]; do echo {word}; sleep 0.05; done"
+    echoing = asyncio.create_task(runtime.execute(CmdRunAction(command=loop, timeout=120)))
+    try:
+        await until(lambda: any(word in chunk for chunk in chunks), 30, f"{word!r} streamed")
+    finally:
+        (runtime.workspace / stop).touch()
+    echoed = await asyncio.wait_for(echoing, 30)
+    assert isinstance(echoed, CmdOutputObservation) and echoed.exit_code == 0, echoed
 
 
 async def test_start_execute_info_close(runtime: LocalRuntime) -> None:
@@ -183,14 +204,9 @@ async def test_close_after_a_crash_kills_the_orphans(tmp_path: Path) -> None:
     await runtime.execute(CmdRunAction(command="setsid sleep 302.017 > /dev/null 2>&1 &"))
     assert runtime.pid is not None
     before = family(runtime.pid)
-    orphans: list[psutil.Process] = []
-    for _ in range(500):  # setsid forks away from the shell: found by its unique command line
-        orphans = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == SLEEPER]
-        if orphans:
-            break
-        await asyncio.sleep(0.01)
+    # setsid forks away from the shell: found by its unique command line
+    orphans = await until(lambda: sleeping(SLEEPER), 30, "the background sleep to run")
     before += orphans
-    assert orphans, "the background sleep is not among the server's processes"
     os.kill(runtime.pid, signal.SIGKILL)
     await wait_dead(runtime.pid)
     assert alive(orphans) == orphans, "the orphan died with the server: nothing left to clean up"
@@ -220,12 +236,7 @@ async def test_stream_follows_commands(runtime: LocalRuntime) -> None:
                 chunks.append(event.data)
 
     listener = asyncio.create_task(listen())
-    for _ in range(50):
-        await runtime.execute(CmdRunAction(command="echo streamed"))
-        await asyncio.sleep(0.05)
-        if any("streamed" in chunk for chunk in chunks):
-            break
-    assert any("streamed" in chunk for chunk in chunks)
+    await echo_until_streamed(runtime, chunks, "streamed")
     await runtime.close()
     await asyncio.wait_for(listener, 5)  # the stream ends with the runtime
 
@@ -238,21 +249,13 @@ async def test_stream_survives_a_restart(runtime: LocalRuntime) -> None:
             if isinstance(event, OutputChunk):
                 chunks.append(event.data)
 
-    async def echo_until_seen(word: str) -> bool:
-        for _ in range(50):
-            await runtime.execute(CmdRunAction(command=f"echo {word}"))
-            await asyncio.sleep(0.05)
-            if any(word in chunk for chunk in chunks):
-                return True
-        return False
-
     listener = asyncio.create_task(listen())
     try:
-        assert await echo_until_seen("before")
+        await echo_until_streamed(runtime, chunks, "before")
         assert runtime.pid is not None
         os.kill(runtime.pid, signal.SIGKILL)
         await wait_dead(runtime.pid)
-        assert await echo_until_seen("after")
+        await echo_until_streamed(runtime, chunks, "after")
     finally:
         listener.cancel()
 
@@ -322,14 +325,10 @@ async def test_bwrap_isolation(tmp_path: Path) -> None:
 async def test_send_input_interrupts_a_command_the_agent_waits_on(runtime: LocalRuntime) -> None:
     assert not await runtime.send_input("C-c")  # nothing runs yet
     waiting = asyncio.create_task(
-        runtime.execute(CmdRunAction(command="sleep 30", soft_timeout=25))
+        runtime.execute(CmdRunAction(command="sleep 30.019", soft_timeout=25))
     )
-    for _ in range(200):
-        await asyncio.sleep(0.05)
-        if await runtime.send_input("C-c"):
-            break
-    else:
-        pytest.fail("send_input never found the running command")
+    await until(lambda: sleeping(["sleep", "30.019"]), 30, "the command to run")
+    assert await runtime.send_input("C-c")
     obs = await asyncio.wait_for(waiting, 10)
     assert isinstance(obs, CmdOutputObservation)
     assert obs.exit_code == 130

@@ -10,13 +10,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from docker_support import MakeRuntime, docker_api, make_runtime, sandbox_image
+from waiting import wait_until
 
 from sandbox import confine
 from sandbox.protocol import (
@@ -166,19 +166,21 @@ def http_server() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while True:
+
+    def listening() -> bool:
+        assert proc.poll() is None, "the streamable-HTTP demo server exited"
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
         except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("the streamable-HTTP demo server did not start")
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.kill()
-    proc.wait()
+            return False
+        return True
+
+    try:
+        wait_until(listening, 30, "the streamable-HTTP demo server to listen")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 async def test_a_streamable_http_server_is_reached_from_the_sandbox(

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from net_support import MARKER, allow_localhost, fetch, outside_server
+from waiting import wait_until
 
 from sandbox.executors.browser import browser_unavailable_reason
 from sandbox.protocol import (
@@ -71,14 +71,6 @@ def _holders() -> list[int]:
         if any("# sandbox-net-holder" in part for part in proc.info["cmdline"] or []):
             found.append(proc.pid)
     return found
-
-
-def _gone(pids: set[int], timeout_s: float) -> bool:
-    """Whether none of `pids` is a holder any more, waiting up to `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while pids & set(_holders()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not pids & set(_holders())
 
 
 @pytest.mark.browser
@@ -141,4 +133,5 @@ async def test_the_agent_cannot_kill_the_bridge_and_a_restarted_shell_still_gets
         assert bridge not in _holders()
     finally:
         await runtime.close()
-    assert _gone(holders, 10)  # the session's end takes them along
+    # the session's end takes them along
+    wait_until(lambda: not holders & set(_holders()), 30, "the namespace holders to end")

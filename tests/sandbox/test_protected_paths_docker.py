@@ -8,10 +8,8 @@ its own marker); those replacing `.git` each in a container of their own.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from protected_support import (
     host_git_probe,
     make_repo,
 )
+from waiting import until
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
 from sandbox.runtimes.docker import DockerRuntime
@@ -123,10 +122,8 @@ async def test_a_background_writer_is_undone_when_the_session_ends(
     ).format(m=marks / "bg")
     await run(runtime, f"( {loop} ) >/dev/null 2>&1 &")
     config = workspace / ".git" / "config"
-    deadline = time.monotonic() + 30
-    while "fsmonitor" not in config.read_text():  # the writer wins: nothing locks it in Docker
-        assert time.monotonic() < deadline, "the agent's writer never wrote the config"
-        await asyncio.sleep(0.02)  # no action meanwhile: no check undoes the writer's work
+    # the writer wins: nothing locks it in Docker (and no action meanwhile: no check undoes it)
+    await until(lambda: "fsmonitor" in config.read_text(), 30, "the agent's writer to write it")
     await runtime.close()
     after = host_git_probe(workspace)
     assert sorted(p.name for p in marks.iterdir()) == [], "\n".join(after)

@@ -125,7 +125,12 @@ async def test_server_restarted_mid_session_is_reconnected(server: Server) -> No
         assert isinstance(await view(runtime, str(server.workspace / "f.txt")), FileEditObservation)
         server.kill()
         loop = asyncio.get_running_loop()
-        restart = loop.run_in_executor(None, lambda: (time.sleep(0.7), server.start()))
+
+        def restart_later() -> None:
+            time.sleep(0.7)  # scripted delay: the server is down a while; the view waits it out
+            server.start()
+
+        restart = loop.run_in_executor(None, restart_later)
         obs = await view(runtime, str(server.workspace / "f.txt"))
         await restart
         if isinstance(obs, ErrorObservation):

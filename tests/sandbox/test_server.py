@@ -239,11 +239,16 @@ async def test_stream_delivers_chunks_before_the_command_returns(
 
     listener = asyncio.create_task(listen())
     try:
-        for _ in range(50):  # until the subscription is in place
-            await client.execute(CmdRunAction(command="echo warm"))
-            await asyncio.sleep(0.05)
-            if any(isinstance(e, CommandFinished) for _, e in events):
-                break
+        # The subscription is in place once a warm-up's output streams; its end is the last
+        # event it sends, so nothing of it arrives after the clear.
+        subscribed = server.workspace / "subscribed"
+        warm = f"while [ ! -e {subscribed} ]; do echo warm; sleep 0.05; done"
+        warming = asyncio.create_task(client.execute(CmdRunAction(command=warm, timeout=120)))
+        await until(lambda: events, what="the stream to carry the warm-up's output")
+        subscribed.touch()
+        warmed = await asyncio.wait_for(warming, 30)
+        assert isinstance(warmed, CmdOutputObservation) and warmed.exit_code == 0, warmed
+        await until(lambda: any(isinstance(e, CommandFinished) for _, e in events))
         events.clear()
         go = server.workspace / "go"
         command = f"echo tick1; while [ ! -e {go} ]; do sleep 0.02; done; echo tick2"

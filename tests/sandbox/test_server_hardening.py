@@ -321,7 +321,7 @@ def test_a_client_that_trickles_its_head_is_cut_at_the_header_timeout(tmp_path: 
                 except OSError:
                     break
                 sent += 1
-                time.sleep(0.1)
+                time.sleep(0.1)  # scripted delay: the client under test trickles a byte at a time
                 if select.select([sock], [], [], 0)[0]:  # the server answered (408) and closed
                     break
             sock.settimeout(5)
@@ -379,7 +379,7 @@ def test_subscribers_that_never_read_cost_bounded_memory_and_no_latency(server: 
         while not stop.is_set():
             with contextlib.suppress(OSError):
                 slow.recv(16384)
-            time.sleep(0.02)
+            time.sleep(0.02)  # scripted delay: this subscriber reads, but slowly
 
     def probe() -> None:
         while not stop.is_set():
@@ -387,7 +387,7 @@ def test_subscribers_that_never_read_cost_bounded_memory_and_no_latency(server: 
             latencies.append(reply.seconds)
             if reply.status == 200:
                 rss_seen.append(float(reply.json()["rss_mb"]))  # type: ignore[index]
-            time.sleep(0.1)
+            time.sleep(0.1)  # scripted delay: a health probe every 0.1 s during the flood
 
     prober = threading.Thread(target=probe, daemon=True)
     prober.start()

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
-import time
 
 
 def _child(request: dict[str, object]) -> None:
@@ -60,23 +60,28 @@ def _child(request: dict[str, object]) -> None:
             os._exit(code)
 
 
+def _ends_within(pidfd: int, seconds: float) -> bool:
+    """Whether the process behind `pidfd` ends within `seconds` (the kernel says when)."""
+    return bool(select.select([pidfd], [], [], seconds)[0])
+
+
 def _wait(pid: int, timeout: float) -> dict[str, object]:
     """The child's end: its exit code, or `timeout` after killing its process group."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
+    pidfd = os.pidfd_open(pid)
+    try:
+        if _ends_within(pidfd, timeout):
+            _, status = os.waitpid(pid, 0)
             return {"pid": pid, "code": os.waitstatus_to_exitcode(status)}
-        if time.monotonic() > deadline:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(pid, sig)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.5)
-            os.waitpid(pid, 0)
-            return {"pid": pid, "code": None, "timeout": True}
-        time.sleep(0.01)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            _ends_within(pidfd, 0.5)  # SIGTERM's grace; the group gets SIGKILL all the same
+        os.waitpid(pid, 0)
+        return {"pid": pid, "code": None, "timeout": True}
+    finally:
+        os.close(pidfd)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ the action it misses, and "this session only" applies a rule without saving it a
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -100,7 +101,8 @@ async def _asked(app: WorkbenchApp, pilot: Any, count: int) -> ConfirmPanel:
         lambda: panel.request is not None and panel.request.cause == cause and panel.has_focus,
         f"the panel showing confirmation {count}",
     )
-    await pilot.pause(0.7)  # past the panel's arming delay: the next letter is an answer
+    # past the panel's arming delay: the next letter is an answer
+    await _until(pilot, lambda: time.monotonic() >= panel._armed_at, "the panel to arm")
     return panel
 
 

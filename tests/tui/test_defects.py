@@ -317,8 +317,6 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
 async def test_a_new_session_starts_in_a_fresh_shell(tmp_path: Path) -> None:
     """Defect 13: after Ctrl-N the shell's folder (and whatever else the shell held) carried
     over into the new session."""
-    import time
-
     from workbench.config.load import load_config
     from workbench.session.log import read
     from workbench.testing.llm_server import ScriptedLLMServer
@@ -353,10 +351,7 @@ async def test_a_new_session_starts_in_a_fresh_shell(tmp_path: Path) -> None:
             status = app.query_one(StatusBar)
 
             async def until(check: Callable[[], bool], what: str) -> None:
-                deadline = time.monotonic() + 60
-                while not check():
-                    assert time.monotonic() < deadline, f"timed out waiting for {what}"
-                    await pilot.pause(0.05)
+                await _until(pilot, check, what, 60)
 
             app.query_one(PromptInput).focus()
             await pilot.press(*"first", "enter")
@@ -463,8 +458,6 @@ async def test_a_reopened_session_shows_its_images_from_its_files_folder(tmp_pat
 async def test_a_jupyter_cell_s_output_shows_while_it_runs(tmp_path: Path) -> None:
     """Defect 6: a cell printing every second showed nothing until it ended. Real kernel,
     real sandbox stream."""
-    import time
-
     from sandbox.protocol import IPythonObservation
     from workbench.config.load import load_config
     from workbench.testing.llm_server import ScriptedLLMServer
@@ -510,15 +503,10 @@ async def test_a_jupyter_cell_s_output_shows_while_it_runs(tmp_path: Path) -> No
             status = app.query_one(StatusBar)
             app.query_one(PromptInput).focus()
             await pilot.press(*"count", "enter")
-            deadline = time.monotonic() + 60
             shown = lambda: any("tick 1" in c.body for c in jupyter.cells)  # noqa: E731
-            while not shown():
-                assert time.monotonic() < deadline, "no live output"
-                await pilot.pause(0.05)
+            await _until(pilot, shown, "live output", 60)
             assert not results, "the output came only with the result"
-            while status.data.state != "finished":
-                assert time.monotonic() < deadline, "no finish"
-                await pilot.pause(0.05)
+            await _until(pilot, lambda: status.data.state == "finished", "the finish", 60)
             outs = [c for c in jupyter.cells if c.icon == "Out"]
             assert len(outs) == 1 and outs[0].body.splitlines() == [
                 f"tick {i}" for i in range(1, 5)

@@ -4,6 +4,7 @@ server, real local runtime."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ async def test_the_panel_asks_saying_outside_the_sandbox_and_why_and_a_yes_runs_
             assert WHY in title
             keys = str(panel.query_one("#confirm-keys", Static).render())
             assert "always allow" not in keys
-            await pilot.pause(0.7)  # past the panel's arming delay
+            await _until(pilot, lambda: time.monotonic() >= panel._armed_at, "the panel armed")
             await pilot.press("a")  # no rule may approve it: a says why
             notes = lambda: [str(n.message) for n in app._notifications]  # noqa: E731
             said = "actions that run outside the sandbox are asked about every time"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pilot_wait import waiter
 from tui_support import make_config
 
 from workbench.testing.fake_backend import FakeBackend
@@ -14,6 +15,8 @@ from workbench.tui import terminal
 from workbench.tui.app import create_app
 from workbench.tui.bridge import IMPORT_SWITCH_INTERVAL_S, ControllerBackend
 from workbench.tui.commands import palette_entries
+
+_until = waiter(30)
 
 
 async def test_palette_has_an_entry_for_every_footer_action(tmp_path: Path) -> None:
@@ -168,10 +171,7 @@ async def test_the_app_drives_a_backend_through_the_protocol_alone(tmp_path: Pat
         assert backend.app is app  # attached as it mounts, before any task
         await pilot.press(*"hello", "enter")
         await pilot.press("f9", "f9", "f10")
-        for _ in range(50):
-            if "start" in backend.calls:
-                break
-            await pilot.pause(0.05)
+        await _until(pilot, lambda: "start" in backend.calls, "the backend's start")
         assert backend.sent == ["hello"]
         await pilot.press("ctrl+n")
         await pilot.pause()

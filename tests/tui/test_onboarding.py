@@ -4,13 +4,16 @@ ctrl+q asking while a task runs, and letters typed in the conversation reaching 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from pilot_wait import waiter
 from textual.events import Key
 from tui_support import T0, demo_events, make_config
 
 from workbench.events import StateChangedEvent
 from workbench.testing.fake_backend import FakeBackend
+from workbench.tui.agent_controls import ESCAPE_TWICE_S
 from workbench.tui.app import WorkbenchApp, create_app, key_groups
 from workbench.tui.screens.help import HelpScreen, bindings_of
 from workbench.tui.screens.quit import QuitScreen
@@ -19,6 +22,8 @@ from workbench.tui.widgets.confirm import ConfirmPanel
 from workbench.tui.widgets.conversation import CELL_KEYS, KEYS_HINT, ConversationView
 from workbench.tui.widgets.prompt import PromptInput
 from workbench.tui.widgets.shell import ShellPane
+
+_until = waiter(30)
 
 
 def _app(tmp_path: Path, backend: FakeBackend | None = None) -> WorkbenchApp:
@@ -110,17 +115,19 @@ async def test_esc_closes_and_twice_interrupts_the_agent(tmp_path: Path) -> None
         assert app.query_one(PromptInput).has_focus and "stop" not in backend.calls
         app.feed_event(StateChangedEvent(id=100, timestamp=T0, state="running"))
         app.query_one("#conversation").focus()
-        await pilot.pause(ESCAPE_GAP)
+        await _until(pilot, lambda: _escape_window_over(app), "the idle esc esc long past")
         await pilot.press("escape")
         assert app.query_one(PromptInput).has_focus and "stop" not in backend.calls
-        await pilot.pause(ESCAPE_GAP)
+        await _until(pilot, lambda: _escape_window_over(app), "the double-press window passed")
         await pilot.press("escape")  # too late for a double press
         assert "stop" not in backend.calls
         await pilot.press("escape")
         assert backend.calls.count("stop") == 1
 
 
-ESCAPE_GAP = 1.0
+def _escape_window_over(app: WorkbenchApp) -> bool:
+    """Whether an esc now would be a first press, not the second of a double press."""
+    return time.monotonic() - app.last_escape > ESCAPE_TWICE_S
 
 
 async def test_ctrl_q_asks_while_a_task_runs(tmp_path: Path) -> None:

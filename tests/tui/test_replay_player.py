@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pilot_wait import holds
+from pilot_wait import holds, waiter
 from textual.widgets import Static
 from tui_support import make_config
 
@@ -21,6 +21,8 @@ from workbench.tui.replay import ReplayApp, ReplayBar, create_player
 from workbench.tui.rerun import RerunView, StepBlock
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PromptInput
+
+_until = waiter(30, step=0.02)  # a step shown while playing is paused on soon after
 
 
 def _bash(command: str) -> dict[str, Any]:
@@ -83,10 +85,7 @@ async def test_player_plays_pauses_steps_back_and_jumps(tmp_path: Path) -> None:
         assert line.position == 0 and not titles(app)
         await pilot.press("space")  # play
         assert app.playing
-        for _ in range(200):
-            if line.step >= 2:
-                break
-            await pilot.pause(0.02)
+        await _until(pilot, lambda: line.step >= 2, "step 2 played")
         await pilot.press("space")  # pause
         assert not app.playing and line.step >= 2
         held = line.position
@@ -131,10 +130,7 @@ async def test_rerun_view_shows_recorded_and_new_side_by_side(tmp_path: Path) ->
     )
     app = RerunView(load_recording(log), config)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(600):
-            if app.code is not None:
-                break
-            await pilot.pause(0.05)
+        await _until(pilot, lambda: app.code is not None, "the rerun's end", 60)
         assert app.code == 11
         blocks = list(app.query(StepBlock))
         assert [b.has_class("-differs") for b in blocks] == [True, False, False]

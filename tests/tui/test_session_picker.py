@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pilot_wait import waiter
 from textual.widgets import Input, OptionList
 from tui_support import make_config
 
@@ -52,14 +53,14 @@ def test_the_figures_come_from_the_whole_log(tmp_path: Path) -> None:
     assert session_stats(tmp_path / "missing.jsonl", T0).steps == 0
 
 
+_until = waiter(30)
+
+
 async def _picker(app: WorkbenchApp, pilot: object) -> SessionPicker:
     await pilot.press("ctrl+o")  # type: ignore[attr-defined]
     screen = app.screen
     assert isinstance(screen, SessionPicker)
-    for _ in range(100):
-        if len(screen.stats) == len(SESSIONS):
-            break
-        await pilot.pause(0.02)  # type: ignore[attr-defined]
+    await _until(pilot, lambda: len(screen.stats) == len(SESSIONS), "every session's figures")
     await pilot.pause()  # type: ignore[attr-defined]
     return screen
 

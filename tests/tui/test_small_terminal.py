@@ -11,14 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pilot_wait import waiter
 from rich.segment import Segment
 from textual.strip import Strip
-from tui_support import demo_events, make_config
+from tui_support import demo_events, image_cell, make_config
 
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.status import StatusBar
 from workbench.tui.widgets.tools_summary import MIN_CONVERSATION_ROWS, ToolsSummary
+
+_until = waiter(30)
 
 SIZES = [(80, 24), (200, 50)]
 RULE_NOTE = "Saved the rule to /home/me/project/.workbench/config.toml and it applies from now on."
@@ -164,11 +167,8 @@ async def test_images_use_the_graphics_protocol_the_terminal_named_at_start_up(
                                    action=IPythonAction(code="plot()")))  # fmt: skip
         obs = IPythonObservation(code="plot()", content="", images=["chart.png"])
         app.feed_event(ObservationEvent(id=2, cause=1, tool_call_id="c1", observation=obs))
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if any(cell.image is not None for cell in jupyter.cells):
-                break
-        image = next(cell for cell in jupyter.cells if cell.image is not None)
+        await _until(pilot, lambda: image_cell(jupyter) is not None, "the image drawn")
+        image = image_cell(jupyter)
         drawn = "".join(strip.text for strip in jupyter._body(image))
         if mode == "kitty":
             assert chr(0x10EEEE) in drawn and "▀" not in drawn

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pilot_wait import waiter
 from textual.pilot import Pilot
 from tui_support import T0
 
@@ -29,9 +30,10 @@ from workbench.events import (
     StateChangedEvent,
 )
 from workbench.tui.app import WorkbenchApp
-from workbench.tui.widgets.conversation import TICK_S, ConversationView
+from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.prompt import PromptInput
 
+_until = waiter(30)
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 MODEL = "openai/test-model"
 LONG_TASK = (
@@ -206,7 +208,9 @@ def test_a_reply_streaming(
         view = app.query_one(ConversationView)
         view.show_activity(LLMActivity("start", MODEL, -3.0))
         view.show_activity(LLMActivity("text", MODEL, -3.0, LONG_THOUGHT[:180]))
-        await pilot.pause(3 * TICK_S)  # streamed text is drawn at the next tick
+        streamed = LONG_THOUGHT[:180]  # drawn at the conversation's next tick
+        await _until(pilot, lambda: view.cells[-1].body.startswith(streamed), "the reply drawn")
+        await pilot.pause()
 
     assert snap_compare(app_factory(), terminal_size=size, run_before=before)
 

@@ -9,12 +9,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from workbench.testing.llm_server import ScriptedLLMServer
 
@@ -39,15 +39,17 @@ class Tmux:
         return self.run("capture-pane", "-p", "-t", "wb").splitlines()
 
     def wait_for(self, check: Callable[[list[str]], bool], what: str, timeout: float = 60) -> None:
-        """Poll the screen until `check` holds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            rows = self.screen()
-            if check(rows):
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; screen:\n" + "\n".join(rows))
-            time.sleep(0.1)
+        """Poll the screen until `check` holds; on a timeout, say what the screen showed."""
+        rows: list[str] = []
+
+        def shown() -> bool:
+            rows[:] = self.screen()
+            return check(rows)
+
+        try:
+            wait_until(shown, timeout, what, poll_s=0.1)  # each look runs a tmux command
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; screen:\n" + "\n".join(rows)) from None
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ terminal closed under the app (SIGHUP) leaves no sandbox folder or log behind.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,10 +138,7 @@ def test_a_terminal_closed_under_the_app_leaves_no_sandbox_folder(
     assert list(temp.glob("sandbox-local-*")), "the sandbox's folder is where it is looked for"
     pid = int(term.run("display-message", "-p", "-t", "wb", "#{pane_pid}").strip())
     term.run("kill-server")  # the terminal goes away: the app gets SIGHUP
-    deadline = time.monotonic() + 20
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not Path(f"/proc/{pid}").exists(), "the app is still running"
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 30, "the app to end")
     # The sandbox server follows its parent's end, a moment later.
     wait_until(lambda: not list(temp.iterdir()), within_s=20, what="the sandbox's folder gone")
 

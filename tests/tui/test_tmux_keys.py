@@ -79,7 +79,7 @@ def test_help_quit_escape_and_a_reason_in_tmux(tmp_path: Path, tmux: Tmux) -> No
         tmux.wait_for(lambda rows: "stopped" in rows[-2], "the interrupt")
         keys("go on", "Enter")
         tmux.wait_for(lambda rows: any("r reject, say why" in r for r in rows), "the panel")
-        time.sleep(0.7)  # a person reads it first: letters sooner are typing, not answers
+        time.sleep(0.7)  # scripted delay: a person reads first (letters sooner are typing)
         keys("r")
         tmux.wait_for(lambda rows: any("Reject, and tell the" in r for r in rows), "the reason")
         keys("keep junk, it holds test data", "Enter")

@@ -328,7 +328,7 @@ async def test_output_that_trails_the_last_result_still_reaches_the_pane(tmp_pat
 
         async def late_stream() -> AsyncIterator[StreamEvent]:
             async for event in stream():
-                await asyncio.sleep(0.15)  # a slow connection: each event comes late
+                await asyncio.sleep(0.15)  # scripted delay: a slow connection, each event late
                 yield event
 
         h.runtime.stream = late_stream  # type: ignore[method-assign]
@@ -336,7 +336,7 @@ async def test_output_that_trails_the_last_result_still_reaches_the_pane(tmp_pat
         h.controller.subscribe_output(events.append)
         result = await h.controller.run("go")
         assert result.status == "success"
-        await until(lambda: any(e.kind == "finished" for e in events), 5)
+        await until(lambda: any(e.kind == "finished" for e in events), 30)
     text = "".join(e.data for e in events if e.kind == "output")
     assert "last-line" in text
 

@@ -10,12 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from headless_harness import bash, cli_env, finish, harness, json_lines, run_cli, until
+from waiting import wait_until
 
 from sandbox.protocol import CmdOutputObservation, ErrorObservation, StreamEvent
 from workbench.controller.loop import Controller
@@ -133,10 +133,14 @@ def test_ctrl_c_in_headless_records_the_command_as_interrupted(tmp_path: Path) -
             text=True,
         )
         counter = workspace / "n.txt"
-        deadline = time.monotonic() + 60
-        while not (counter.exists() and counter.read_text().strip() not in ("", "1", "2")):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+
+        def counted_past_two() -> bool:
+            if counter.exists() and counter.read_text().strip() not in ("", "1", "2"):
+                return True
+            assert proc.poll() is None, proc.communicate()
+            return False
+
+        wait_until(counted_past_two, 60, "the loop to count past 2")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err

@@ -25,6 +25,7 @@ ray = pytest.importorskip("ray")  # scripts/test installs the ray extra: there t
 from headless_harness import bash, cli_env, finish  # noqa: E402
 from ray._private import ray_constants  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from waiting import wait_until  # noqa: E402
 
 from workbench.eval.ray_pool import NODE_FILE, SLOT, RayPool  # noqa: E402
 from workbench.eval.types import TrialJob, TrialOutcome  # noqa: E402
@@ -163,10 +164,7 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
         if len(outcomes) == 3 and not lost_midway:
-            deadline = time.monotonic() + 20
-            while not running_on_victim() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            lost_midway.extend(running_on_victim())
+            lost_midway.extend(wait_until(running_on_victim, 30, "a trial on the victim node"))
             cluster.remove_node(victim, allow_graceful=False)
 
     def prepare(job: TrialJob) -> TrialJob:  # the driver's last word before a start
@@ -211,10 +209,8 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
     ended: list[TrialOutcome] = []
 
     def cancel_once_both_run() -> None:
-        deadline = time.monotonic() + 30
-        while not all(started_on(starts, j.trial_id) for j in long_jobs[:2]):
-            assert time.monotonic() < deadline, "the long trials never started"
-            time.sleep(0.05)
+        both = long_jobs[:2]
+        wait_until(lambda: all(started_on(starts, j.trial_id) for j in both), 30, "both to start")
         pool.cancel_running()
 
     pool = RayPool(cluster.address, max_in_flight=2)  # the dead node's slots may still count

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from headless_harness import (
     run_cli,
     seed_script,
 )
+from waiting import wait_until
 
 from workbench.events import parse_event
 from workbench.headless.output import HumanPrinter, JsonPrinter
@@ -128,12 +128,16 @@ def test_reject_policy_stop_flag(tmp_path: Path) -> None:
     assert lines[-1]["status"] == "rejected"
 
 
-def _wait_for_request(server: ScriptedLLMServer, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while not server.requests:
+def _wait_for_requests(server: ScriptedLLMServer, proc: subprocess.Popen[str], count: int) -> None:
+    """Wait until `count` requests reached the scripted server; fail at once if the app ended."""
+
+    def arrived() -> bool:
+        if len(server.requests) >= count:
+            return True
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no request reached the scripted server"
-        time.sleep(0.05)
+        return False
+
+    wait_until(arrived, 60, f"{count} requests at the scripted server")
 
 
 def _children_of_workspace(workspace: Path) -> list[psutil.Process]:
@@ -166,9 +170,7 @@ def test_sigint_interrupts_and_leaves_a_complete_log(tmp_path: Path) -> None:
     with ScriptedLLMServer([bash("echo one"), {"text": "slow", "delay_s": 60}]) as server:
         env = cli_env(tmp_path, server.base_url)
         proc = _popen(env, ["--headless", "--json", "-t", "go"], workspace)
-        while len(server.requests) < 2:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
+        _wait_for_requests(server, proc, 2)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
@@ -188,9 +190,7 @@ def test_sigterm_is_reported_as_sigterm_not_ctrl_c(tmp_path: Path) -> None:
     with ScriptedLLMServer([bash("echo one"), {"text": "slow", "delay_s": 60}]) as server:
         env = cli_env(tmp_path, server.base_url)
         proc = _popen(env, ["--headless", "--json", "-t", "go"], workspace)
-        while len(server.requests) < 2:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
+        _wait_for_requests(server, proc, 2)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
@@ -251,9 +251,7 @@ def test_sigkill_mid_step_log_loads_to_last_complete_line(tmp_path: Path) -> Non
         env = cli_env(tmp_path, server.base_url)
         proc = _popen(env, ["--headless", "-t", "go"], workspace)
         try:
-            while len(server.requests) < 3:
-                assert proc.poll() is None, proc.communicate()
-                time.sleep(0.05)
+            _wait_for_requests(server, proc, 3)
             proc.kill()
             proc.wait(10)
         finally:

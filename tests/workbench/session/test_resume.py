@@ -9,12 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from headless_harness import bash, cli_env, finish, json_lines, run_cli
+from waiting import wait_until
 
 from workbench.session.log import read
 from workbench.testing.llm_server import ScriptedLLMServer
@@ -135,10 +135,7 @@ def _kill_a_real_run(tmp_path: Path) -> tuple[str, Path]:
             assert process.stdout is not None
             start = json.loads(process.stdout.readline())
             log = Path(start["log"])
-            deadline = time.monotonic() + 60
-            while b'"kind":"action"' not in log.read_bytes():
-                assert time.monotonic() < deadline, "the action never reached the log"
-                time.sleep(0.05)
+            wait_until(lambda: b'"kind":"action"' in log.read_bytes(), 60, "the action logged")
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait(10)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 from workbench.cli.sessions import sessions_command
 from workbench.events import MessageEvent, StateChangedEvent
@@ -95,10 +96,7 @@ def test_listing_equals_reading_every_log_and_a_warm_index_reads_none(tmp_path: 
     assert (tmp_path / INDEX_NAME).stat().st_mode & 0o777 == 0o600
     # Wait until the newest log is older than the racy window; the next listing trusts them all.
     newest = max(os.stat(path).st_ctime_ns for path in tmp_path.iterdir())
-    deadline = time.monotonic() + 30
-    while time.time_ns() <= newest + RACY_NS + 10**8:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: time.time_ns() > newest + RACY_NS + 10**8, 30, "the racy window to pass")
     assert list_summaries(tmp_path) == expected  # rewritten: its entries were racy
     written = (tmp_path / INDEX_NAME).stat()
     assert list_summaries(tmp_path) == expected  # every entry trusted: nothing read, no write
