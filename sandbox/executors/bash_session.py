@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import confine
+from sandbox.child_signals import defaults_for_child
 from sandbox.executors.bash_procs import kill_session
 from sandbox.truncate import HeadTailBuffer
 
@@ -144,6 +145,7 @@ class ShellSession:
                 echo=False,
                 encoding=None,
                 dimensions=dimensions,
+                preexec_fn=defaults_for_child(),
             )
         except (OSError, pexpect.ExceptionPexpect) as exc:
             rc.unlink(missing_ok=True)

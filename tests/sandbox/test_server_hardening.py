@@ -476,11 +476,11 @@ def test_fanout_costs_the_same_per_event_however_far_behind_a_subscriber_is() ->
         subscribers = [fanout.subscribe() for _ in range(3)]
         chunk = OutputChunk(seq=1, command="flood", data="x" * 1000)
 
-        def publish(count: int) -> float:
-            start = time.perf_counter()
+        def publish(count: int) -> float:  # in CPU time: a busy machine's preemption is not cost
+            start = time.thread_time()
             for _ in range(count):
                 fanout.publish(chunk)
-            return time.perf_counter() - start
+            return time.thread_time() - start
 
         publish(1000)  # warm
         few, many = publish(2_000), publish(40_000)

@@ -12,7 +12,13 @@ class Until(Protocol):
     """Pause the pilot until `check()` holds; an AssertionError naming `what` after `limit` s."""
 
     def __call__(
-        self, pilot: Any, check: Callable[[], object], what: str, limit: float | None = None
+        self,
+        pilot: Any,
+        check: Callable[[], object],
+        what: str,
+        limit: float | None = None,
+        *,
+        explain: Callable[[], str] | None = None,
     ) -> Awaitable[None]: ...
 
 
@@ -23,16 +29,24 @@ def waiter(
     explain: Callable[[Any], str] | None = None,
 ) -> Until:
     """An `_until` that waits `default_limit` seconds unless told otherwise, checking every
-    `step` seconds; on timeout, `explain(pilot)` (if given) follows the message."""
+    `step` seconds; on timeout, the call's `explain()` and `explain(pilot)` (if given) follow
+    the message."""
+    explain_app = explain
 
     async def until(
-        pilot: Any, check: Callable[[], object], what: str, limit: float | None = None
+        pilot: Any,
+        check: Callable[[], object],
+        what: str,
+        limit: float | None = None,
+        *,
+        explain: Callable[[], str] | None = None,
     ) -> None:
         deadline = time.monotonic() + (default_limit if limit is None else limit)
         while not check():
             if time.monotonic() > deadline:
-                more = f": {explain(pilot)}" if explain is not None else ""
-                raise AssertionError(f"timed out waiting for {what}{more}")
+                more = [f"{explain()}"] if explain is not None else []
+                more += [explain_app(pilot)] if explain_app is not None else []
+                raise AssertionError("; ".join([f"timed out waiting for {what}", *more]))
             await pilot.pause(step)
 
     return until

@@ -292,7 +292,11 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
                 lines = [view.render_line(y).text.rstrip() for y in range(view.size.height)]
                 return [line for line in lines if line]
 
-            await _until(pilot, lambda: drawn() and drawn()[-1].endswith("word059"), "the end")
+            def state(view: Any = view) -> str:
+                return f"{drawn()} {view.scroll_y}/{view.max_scroll_y} {view.size} {view.follow}"
+
+            at_end = lambda: drawn() and drawn()[-1].endswith("word059")  # noqa: E731
+            await _until(pilot, at_end, "the end", explain=state)
             width = view.scrollable_content_region.width
             rows = drawn()
             assert all(len(row) <= width for row in rows)
