@@ -5,6 +5,7 @@ real bash, a real kernel and Chromium."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
@@ -64,12 +65,16 @@ async def _kernel_get(runtime: LocalRuntime, url: str, proxied: bool = False) ->
     return obs.content
 
 
-def _holders() -> list[int]:
-    """The pids of the sessions' namespace holders (seen from here, outside every sandbox)."""
+def _holders(runtime: LocalRuntime | None = None) -> list[int]:
+    """The pids of the namespace holders (seen from here, outside every sandbox): `runtime`'s
+    own, or every session's (other tests' sessions start and end meanwhile)."""
+    server = runtime._proc.pid if runtime is not None and runtime._proc is not None else None
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         if any("# sandbox-net-holder" in part for part in proc.info["cmdline"] or []):
-            found.append(proc.pid)
+            with contextlib.suppress(psutil.Error):
+                if server is None or server in {p.pid for p in proc.parents()}:
+                    found.append(proc.pid)
     return found
 
 
@@ -103,10 +108,9 @@ def port() -> Iterator[int]:
 async def test_the_agent_cannot_kill_the_bridge_and_a_restarted_shell_still_gets_out(
     tmp_path: Path, port: int
 ) -> None:
-    before = set(_holders())
     runtime = await _start(tmp_path, "allowlist", disable=["browser"])
     try:
-        holders = set(_holders()) - before  # bwrap, its init, the holder, the bridge
+        holders = set(_holders(runtime))  # bwrap, its init, the holder, the bridge
         assert len(holders) >= 3, holders
         seen = await _sh(runtime, "ps -eo pid,args | grep -c '[s]andbox-net-holder'; echo ps-done")
         assert seen.split()[:2] == ["0", "ps-done"], seen
@@ -114,7 +118,7 @@ async def test_the_agent_cannot_kill_the_bridge_and_a_restarted_shell_still_gets
         # The shell was among what `kill -1` ended: the next command gets a new one.
         after = await _sh(runtime, fetch(f"http://localhost:{port}/again"))
         assert f"{MARKER} /again" in after and "code=200" in after, after
-        assert holders <= set(_holders())  # not one of them was killed or replaced
+        assert holders <= set(_holders(runtime))  # not one of them was killed or replaced
         refused = await _sh(runtime, fetch(f"http://127.0.0.1:{port}/no"))
         assert "code=403" in refused and MARKER not in refused
         # The kernel shares the namespace, so it uses the same bridge.
@@ -130,7 +134,7 @@ async def test_the_agent_cannot_kill_the_bridge_and_a_restarted_shell_still_gets
         os.kill(bridge, signal.SIGKILL)
         again = await _sh(runtime, fetch(f"http://localhost:{port}/restarted"))
         assert f"{MARKER} /restarted" in again and "code=200" in again, again
-        assert bridge not in _holders()
+        assert bridge not in _holders(runtime)
     finally:
         await runtime.close()
     # the session's end takes them along
