@@ -211,6 +211,10 @@ class OutputView(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """The row `y` rows below the top of the view."""
+        if y == 0 and self.follow and round(self.scroll_y) < self.max_scroll_y - 1:
+            # Following, yet drawn above the end: a layout came after the last scroll to the
+            # end (under load the order of refreshes varies). Go there once this frame is out.
+            self._scroll_to_end_after_refresh()
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         row = scroll_y + y
