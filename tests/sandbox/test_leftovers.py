@@ -95,6 +95,9 @@ def killed_app(tmp_path: Path) -> Iterator[Any]:
         assert line, f"the app exited with {proc.wait()} before it was ready"
         details = json.loads(line)
         wait_until(lambda: len(marker_processes(marker)) >= 2, 30, "both sleeps to run")
+        if "tmp" in details:  # read while its owner lives: once dead, any start may sweep it
+            owner = Path(details["tmp"]) / leftovers.OWNER_FILE
+            details["owner"] = json.loads(owner.read_text())
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         return proc, details, marker
@@ -113,7 +116,7 @@ async def test_a_killed_local_session_leaves_nothing(
     _, details, marker = killed_app("local", isolation=isolation)
     folder = Path(details["tmp"])
     assert folder.name.startswith(leftovers.LOCAL_PREFIX)
-    assert json.loads((folder / leftovers.OWNER_FILE).read_text())["pid"] > 0
+    assert details["owner"]["pid"] > 0
     runtime = LocalRuntime(tmp_path, disable=["browser"])  # the next session
     try:
         await runtime.start()
