@@ -18,7 +18,7 @@ class Until(Protocol):
         what: str,
         limit: float | None = None,
         *,
-        explain: Callable[[], str] | None = None,
+        state: Callable[[], str] | None = None,
     ) -> Awaitable[None]: ...
 
 
@@ -29,9 +29,8 @@ def waiter(
     explain: Callable[[Any], str] | None = None,
 ) -> Until:
     """An `_until` that waits `default_limit` seconds unless told otherwise, checking every
-    `step` seconds; on timeout, the call's `explain()` and `explain(pilot)` (if given) follow
+    `step` seconds; on timeout, the call's `state()` and `explain(pilot)` (if given) follow
     the message."""
-    explain_app = explain
 
     async def until(
         pilot: Any,
@@ -39,13 +38,13 @@ def waiter(
         what: str,
         limit: float | None = None,
         *,
-        explain: Callable[[], str] | None = None,
+        state: Callable[[], str] | None = None,
     ) -> None:
         deadline = time.monotonic() + (default_limit if limit is None else limit)
         while not check():
             if time.monotonic() > deadline:
-                more = [f"{explain()}"] if explain is not None else []
-                more += [explain_app(pilot)] if explain_app is not None else []
+                more = [state()] if state is not None else []
+                more += [explain(pilot)] if explain is not None else []
                 raise AssertionError("; ".join([f"timed out waiting for {what}", *more]))
             await pilot.pause(step)
 

@@ -296,7 +296,7 @@ async def test_the_shell_pane_wraps_long_lines_and_keeps_notes_for_the_model_out
                 return f"{drawn()} {view.scroll_y}/{view.max_scroll_y} {view.size} {view.follow}"
 
             at_end = lambda: drawn() and drawn()[-1].endswith("word059")  # noqa: E731
-            await _until(pilot, at_end, "the end", explain=state)
+            await _until(pilot, at_end, "the end", state=state)
             width = view.scrollable_content_region.width
             rows = drawn()
             assert all(len(row) <= width for row in rows)

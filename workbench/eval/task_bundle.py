@@ -88,11 +88,10 @@ def _member_path(name: str) -> PurePosixPath:
 def _extract(tar: tarfile.TarFile, dest: Path) -> None:
     """Extract `tar` into `dest`: files, folders, and symlinks last (so nothing is written
     through one); each path checked before anything is written."""
-    members = tar.getmembers()
+    members = [(member, _member_path(member.name)) for member in tar.getmembers()]
     links: list[tuple[PurePosixPath, str]] = []
     linked: set[PurePosixPath] = set()
-    for member in members:
-        path = _member_path(member.name)
+    for member, path in members:
         if member.issym():
             points_to = PurePosixPath(member.linkname)
             inside = PurePosixPath(*path.parts[:-1], *points_to.parts)
@@ -103,8 +102,7 @@ def _extract(tar: tarfile.TarFile, dest: Path) -> None:
         elif not (member.isfile() or member.isdir()):
             raise UnsafeMember(f"{member.name!r} is neither a file, a folder nor a link")
     dest.mkdir(parents=True)
-    for member in members:
-        path = _member_path(member.name)
+    for member, path in members:
         if any(PurePosixPath(*path.parts[:i]) in linked for i in range(1, len(path.parts))):
             raise UnsafeMember(f"{member.name!r} goes through a link")
         target = dest.joinpath(*path.parts)
