@@ -160,8 +160,21 @@ def test_busy_refusal_carries_the_new_output_once(shell: BashExecutor, tmp_path:
     assert last.exit_code == 0
 
 
+def _a_job_holds_the_terminal(shell_pid: int) -> bool:
+    """Whether a command, not bash itself, is the terminal's foreground: C-c now reaches it.
+
+    Between a list's commands bash holds the terminal, and a C-c that lands there (before
+    the next command's child takes the terminal) is bash's own, so that command runs on.
+    """
+    after_name = Path(f"/proc/{shell_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    group, foreground = int(after_name[2]), int(after_name[5])
+    return foreground != group
+
+
 def test_busy_refusal_with_nothing_new_says_so(shell: BashExecutor) -> None:
+    shell_pid = int(run(shell, "echo $$").content)
     assert run(shell, "echo once; sleep 30", soft_timeout=0.3).content == "once\n"
+    wait_until(lambda: _a_job_holds_the_terminal(shell_pid), what="sleep 30 to hold the tty")
     busy = refused(shell, "echo next")
     assert busy.content.endswith(
         "Then send your command again.\nIt has printed nothing new since you last looked."
@@ -170,10 +183,12 @@ def test_busy_refusal_with_nothing_new_says_so(shell: BashExecutor) -> None:
 
 
 def test_busy_set_env_refusal_carries_the_new_output_too(shell: BashExecutor) -> None:
+    shell_pid = int(run(shell, "echo $$").content)
     streamed: list[str] = []
     shell.subscribe(lambda e: streamed.append(e.data) if e.kind == "output" else None)
     assert run(shell, "echo one; sleep 0.5; echo two; sleep 30", soft_timeout=0.3).running
     wait_until(lambda: "two" in "".join(streamed), what="two")  # printed after the answer
+    wait_until(lambda: _a_job_holds_the_terminal(shell_pid), what="sleep 30 to hold the tty")
     busy = shell.execute(SetEnvAction(env={"A": "1"}))
     assert isinstance(busy, ErrorObservation) and busy.error_kind == "busy"
     assert busy.content.endswith("since you last looked:\ntwo\n")

@@ -95,7 +95,8 @@ def killed_app(tmp_path: Path) -> Iterator[Any]:
         assert line, f"the app exited with {proc.wait()} before it was ready"
         details = json.loads(line)
         wait_until(lambda: len(marker_processes(marker)) >= 2, 30, "both sleeps to run")
-        if "tmp" in details:  # read while its owner lives: once dead, any start may sweep it
+        # A local runtime's folder, read while its owner lives (then any start may sweep it).
+        if details["tmp"]:
             owner = Path(details["tmp"]) / leftovers.OWNER_FILE
             details["owner"] = json.loads(owner.read_text())
         proc.send_signal(signal.SIGKILL)

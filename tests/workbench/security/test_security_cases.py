@@ -90,6 +90,9 @@ def _call(case: Case, where: dict[str, str], call_id: str, marker: Path) -> dict
     args = case.arguments(where)
     if case.tool == "execute_bash":
         args["command"] = f"touch {marker}; {args['command']}"
+        # A hard limit, not the idle one: on a loaded machine a slow command (`pip list`)
+        # would still run when the next call comes, and that one is refused as busy.
+        args["timeout"] = 300
     elif case.tool == "execute_ipython_cell" and not args["code"].startswith("%%"):
         args["code"] = f"open({str(marker)!r}, 'w').close()\n{args['code']}"
     return {"id": call_id, "name": case.tool, "arguments": {**args, "security_risk": "LOW"}}
