@@ -86,6 +86,8 @@ def sweep_orphans(root: Path | None = None) -> list[Path]:
     killed with SIGKILL between a trial's end and its cleanup leaves one. Returns them."""
     removed = []
     for folder in Path(root or tempfile.gettempdir()).glob("wb-trial-*"):
+        if folder.is_symlink() or not folder.is_dir():
+            continue  # not a folder run_trial made: nothing of ours to remove through it
         try:
             key = (folder / DRIVER_FILE).read_text(encoding="utf-8").strip()
         except OSError:  # not yet written by a live driver, or no trial folder of ours
@@ -93,12 +95,17 @@ def sweep_orphans(root: Path | None = None) -> list[Path]:
         with contextlib.suppress(OSError):
             if not key and time.time() - folder.stat().st_mtime < ORPHAN_GRACE_S:
                 continue
-            pid = int(key.split()[0]) if key else 0
-            if key and _process_key(pid) == key:
+            if key and _process_key(_pid_in(key)) == key:
                 continue  # its driver still runs
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
+
+
+def _pid_in(key: str) -> int:
+    """The pid a driver file names; 0 (no process) for text that names none."""
+    first = key.split()[0]
+    return int(first) if first.isdigit() else 0
 
 
 def _process_key(pid: int) -> str | None:

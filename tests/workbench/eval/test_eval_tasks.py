@@ -231,10 +231,16 @@ def test_trial_folders_of_a_killed_driver_are_swept_and_live_ones_kept(tmp_path:
     gone.kill()
     gone.wait()
     folders = {
-        name: tmp_path / f"wb-trial-{name}-x" for name in ("dead", "live", "young", "old", "other")
+        name: tmp_path / f"wb-trial-{name}-x"
+        for name in ("dead", "live", "young", "old", "other", "garbage")
     }
     for folder in folders.values():
         folder.mkdir()
+    (folders["garbage"] / trial.DRIVER_FILE).write_text("not a pid\n")  # planted: no driver
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("the person's")
+    (tmp_path / "wb-trial-link-x").symlink_to(precious)  # planted: never followed
     (folders["dead"] / trial.DRIVER_FILE).write_text(key_of_gone or "")
     (folders["live"] / trial.DRIVER_FILE).write_text(trial._process_key(os.getpid()) or "")
     os.utime(folders["old"], (time.time() - 3600, time.time() - 3600))
@@ -242,7 +248,10 @@ def test_trial_folders_of_a_killed_driver_are_swept_and_live_ones_kept(tmp_path:
     removed = trial.sweep_orphans(tmp_path)
     assert sorted(p.name for p in removed) == [
         "wb-trial-dead-x",
+        "wb-trial-garbage-x",
         "wb-trial-old-x",
         "wb-trial-other-x",
     ]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["wb-trial-live-x", "wb-trial-young-x"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["precious", "wb-trial-link-x", "wb-trial-live-x", "wb-trial-young-x"]
+    assert (precious / "keep.txt").read_text() == "the person's"
