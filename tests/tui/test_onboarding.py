@@ -15,6 +15,7 @@ from workbench.events import StateChangedEvent
 from workbench.testing.fake_backend import FakeBackend
 from workbench.tui.agent_controls import ESCAPE_TWICE_S
 from workbench.tui.app import WorkbenchApp, create_app, key_groups
+from workbench.tui.messages import StrayKey
 from workbench.tui.screens.help import HelpScreen, bindings_of
 from workbench.tui.screens.quit import QuitScreen
 from workbench.tui.widgets.browser import BrowserPane
@@ -192,6 +193,30 @@ async def test_a_word_typed_fast_in_the_conversation_arrives_whole(tmp_path: Pat
         await pilot.pause()
         assert app.query_one(PromptInput).text == "hey jack"
         assert view.cursor == before  # j and k did not move it
+
+
+async def test_letters_typed_elsewhere_keep_their_order_when_they_arrive_late(
+    tmp_path: Path,
+) -> None:
+    """A stray letter travels further than one typed in the input box: " e" typed in the
+    conversation, then "nd" in the box once it has the focus, read " end" even when "nd"
+    arrives first (a tmux run under load showed "afternd e")."""
+    app = _app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press(*"after")
+        typed_first = [Key("space", " "), Key("e", "e")]  # still on their way
+        await pilot.press("n", "d")
+        for key in typed_first:
+            assert key.character is not None
+            app.post_message(StrayKey(key.character, key.time))
+        await pilot.pause()
+        assert (prompt.text, prompt.cursor_location) == ("after end", (0, 9))
+        await pilot.press("!", "left", "left", "X")  # typing on, and after a move, as usual
+        app.post_message(StrayKey("?", Key("y", "y").time))
+        await pilot.pause()
+        assert prompt.text == "after enX?d!"
 
 
 async def test_ctrl_q_does_not_ask_with_no_agent_behind_the_view(tmp_path: Path) -> None:

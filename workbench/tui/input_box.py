@@ -51,4 +51,4 @@ def stray_key(app: Host, message: StrayKey) -> None:
     """A letter typed in the conversation: into the input box, which takes the focus."""
     prompt = app.query_one(PromptInput)
     prompt.focus()
-    prompt.insert(message.character)
+    prompt.type_stray(message.character, message.typed_at)

@@ -138,11 +138,15 @@ class BranchRequested(Message):
 
 
 class StrayKey(Message):
-    """A letter typed where it does nothing (the conversation): it belongs in the input box."""
+    """A letter typed where it does nothing (the conversation): it belongs in the input box.
 
-    def __init__(self, character: str) -> None:
+    `typed_at` is the key's own time: a stray letter travels further than one typed in the
+    box, which may arrive first once the box has the focus."""
+
+    def __init__(self, character: str, typed_at: float) -> None:
         super().__init__()
         self.character = character
+        self.typed_at = typed_at
 
 
 class SlashEntered(Message):

@@ -67,5 +67,5 @@ class BranchScreen(ModalScreen[bool]):
             return
         event.stop()
         event.prevent_default()
-        self.app.post_message(StrayKey(self.typed + event.character))
+        self.app.post_message(StrayKey(self.typed + event.character, event.time))
         self.dismiss(False)

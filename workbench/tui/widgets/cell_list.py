@@ -454,7 +454,7 @@ class CellList(ScrollView, can_focus=True):
         self._typing_away = True
         event.stop()
         event.prevent_default()
-        self.post_message(StrayKey(event.character))
+        self.post_message(StrayKey(event.character, event.time))
 
     def on_click(self, event: events.Click) -> None:
         """A click selects a cell; a click on its title row expands it."""

@@ -133,7 +133,7 @@ class ConfirmPanel(Vertical, can_focus=True):
         event.stop()
         event.prevent_default()
         self.query_one("#confirm-keys", Static).update(self._hint(reachable=False))
-        self.post_message(StrayKey(event.character))
+        self.post_message(StrayKey(event.character, event.time))
 
     def offers_always(self) -> bool:
         """Whether "always allow" is offered for the request shown (no always-ask finding)."""

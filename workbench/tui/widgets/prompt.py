@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import TextArea
+from textual.widgets.text_area import Location
 
 from workbench.tui.messages import PromptSubmitted, SlashEntered, SlashMatchesChanged
 from workbench.tui.slash import Refused, Send, SlashCommand, completions, find, parse
@@ -21,6 +22,8 @@ from workbench.tui.slash import Refused, Send, SlashCommand, completions, find, 
 PLACEHOLDER = "Type a task and press enter · ctrl+j new line · ↑ earlier messages"
 TYPING_PAUSE_S = 1.5
 """A key pressed in the input box less than this long ago counts as typing."""
+ORDER_WINDOW_S = 2.0
+"""How long a letter's place is kept, for a letter typed before it that arrives after it."""
 
 
 class PromptInput(TextArea):
@@ -45,6 +48,7 @@ class PromptInput(TextArea):
         self._draft = ""
         self._typed_at = -1e9  # time.monotonic() of the last key pressed here
         self.queued: list[str] = []  # sent while the agent worked, not read by it yet
+        self._placed: list[tuple[float, Location]] = []  # recent letters: key time, place
         self.matches: list[SlashCommand] = []
         """The slash commands that complete what is typed (empty: not typing one)."""
         self.pick = 0
@@ -66,6 +70,29 @@ class PromptInput(TextArea):
         self._show_queued()
         self.load_text("\n\n".join([*texts, self.text] if self.text.strip() else texts))
         self.move_cursor(self.document.end)
+
+    def type_stray(self, text: str, typed_at: float) -> None:
+        """Letters typed in another widget, at `typed_at` (a key event's time): placed in the
+        order they were typed, before letters typed here later that arrived first."""
+        later = [place for at, place in self._placed if at > typed_at]
+        place = min(later) if later else self.cursor_location
+        self.insert(text, place)
+        if later:  # the letters after it moved right (all on its row: a line break forgets)
+            row, column = place
+            self._placed = [
+                (at, (r, c + len(text) if r == row and c >= column else c))
+                for at, (r, c) in self._placed
+            ]
+        self._remember(typed_at, place)
+
+    def _remember(self, typed_at: float, place: Location) -> None:
+        recent = [(at, p) for at, p in self._placed if at > typed_at - ORDER_WINDOW_S]
+        self._placed = [*recent, (typed_at, place)]
+
+    def load_text(self, text: str) -> None:
+        """Replace the text (the letters' places are forgotten)."""
+        self._placed = []
+        super().load_text(text)
 
     def _show_queued(self) -> None:
         if not self.queued:
@@ -153,7 +180,13 @@ class PromptInput(TextArea):
             event.prevent_default()
             self._step_history(1)
             return
+        if not (event.is_printable and event.character and self.selection.is_empty):
+            self._placed = []  # an edit or a move: the letters' places are no longer known
+            await super()._on_key(event)
+            return
+        place = self.cursor_location
         await super()._on_key(event)
+        self._remember(event.time, place)
 
     def _step_history(self, delta: int) -> None:
         if self._recall == len(self.sent):
