@@ -16,7 +16,9 @@ its node, and so did its sandbox (a local sandbox server stops when its parent d
 `cancel_running()`: `ray.cancel` on each task. On the node, the wrapper gets KeyboardInterrupt,
 calls the work function's module's `cancel_all()` (`run_trial`'s stops its child the way Ctrl-C
 stops a headless run) and returns the outcome the trial ends with, files too, within
-`cancel_grace_s`. A task still queued is dropped and reported "cancelled".
+`cancel_grace_s`. A task still queued is dropped and reported "cancelled". Ray's cancel is
+best-effort (a cancel that meets the task at the wrong moment is lost), so it is sent again every
+`CANCEL_AGAIN_S` to the tasks that have not ended; the wrapper takes a second one in its stride.
 
 A task folder the driver can read (`job.task_ref` a directory here) is shipped with its trial:
 packed once per run (`task_bundle.py`), put in Ray's object store, unpacked on the node into a
@@ -49,6 +51,8 @@ SLOT = "sandbox_slot"
 """The custom resource each node advertises: how many trials (sandboxes) it can hold."""
 NODE_FILE = "ray_node.json"
 """Added to a trial's files: the node that ran it (id, address, host name, worker pid)."""
+CANCEL_AGAIN_S = 5.0
+"""After `cancel_running`, how often the tasks still running get `ray.cancel` again."""
 
 log = logging.getLogger("workbench.eval.ray_pool")
 
@@ -100,6 +104,7 @@ class RayPool:
         self._lock = threading.Lock()
         self._running: dict[Any, TrialJob] = {}  # ray.ObjectRef -> its job
         self._cancelled = False
+        self._cancel_sent = 0.0  # time.monotonic() of the last ray.cancel round
 
     # ------------------------------------------------------------------ connection
 
@@ -205,10 +210,18 @@ class RayPool:
                 with self._lock:
                     job = self._running.pop(ref)
                 on_done(self._outcome(ray, ref, job))
+            if (
+                self._cancelled
+                and self._running
+                and time.monotonic() - self._cancel_sent > (CANCEL_AGAIN_S)
+            ):
+                log.info("cancelling again: %d trial(s) still running", len(self._running))
+                self.cancel_running()  # the tasks a lost cancel left running
 
     def cancel_running(self) -> None:
         """Stop the running trials (each returns its outcome as cancelled) and start no more."""
         self._cancelled = True
+        self._cancel_sent = time.monotonic()
         with self._lock:
             refs = list(self._running)
         if refs:

@@ -145,7 +145,7 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
     (task / "tests").mkdir(parents=True)
     (task / "instruction.md").write_text("Say hello. (TASK hello)\n")
     (task.parent / "config.toml").write_text('[llm]\nmodel = "openai/shipped"\n')
-    jobs = [job(f"task-{i:02}__1", starts, 1.0, task) for i in range(12)]
+    jobs = [job(f"task-{i:02}__1", starts, 2.0, task) for i in range(12)]
     outcomes: list[TrialOutcome] = []
     lost_midway: list[str] = []
 
@@ -181,12 +181,13 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
     assert all(o.reward == 1.0 for o in outcomes)
     nodes = {json.loads(o.files[NODE_FILE])["node_id"] for o in outcomes}
     assert nodes == {victim.node_id, survivor.node_id}, "both workers ran trials"
-    assert lost_midway, "the worker was removed while it ran trials"
-    for trial_id in lost_midway:  # started on the lost node, then again on the other one
-        assert [pids[p] for p in started_on(starts, trial_id)] == [
-            victim.node_id,
-            survivor.node_id,
-        ]
+    # Those running on the worker when it was picked: run again on the other one, unless
+    # one ended in the moment before the kill (then it ran once, there).
+    tries = {t: [pids[p] for p in started_on(starts, t)] for t in lost_midway}
+    lost = [t for t in lost_midway if tries[t] == [victim.node_id, survivor.node_id]]
+    assert lost, f"no trial was lost with the worker and run again: {tries}"
+    assert all(t in lost or tries[t] == [victim.node_id] for t in lost_midway), tries
+    for trial_id in lost:
         record = json.loads((tmp_path / "out/trials" / trial_id / NODE_FILE).read_text())
         assert record["node_id"] == survivor.node_id
         agent = (tmp_path / "out/trials" / trial_id / "agent.txt").read_text()
@@ -208,20 +209,24 @@ def test_twelve_trials_survive_a_lost_node_and_cancel_stops_trials(
     long_jobs = [job(f"long-{i}__1", starts, 60.0, task) for i in range(3)]
     ended: list[TrialOutcome] = []
 
+    cancelled_at: list[float] = []
+
     def cancel_once_both_run() -> None:
         both = long_jobs[:2]
-        wait_until(lambda: all(started_on(starts, j.trial_id) for j in both), 30, "both to start")
+        wait_until(lambda: all(started_on(starts, j.trial_id) for j in both), 60, "both to start")
         pool.cancel_running()
+        cancelled_at.append(time.monotonic())
 
     pool = RayPool(cluster.address, max_in_flight=2)  # the dead node's slots may still count
     canceller = threading.Thread(target=cancel_once_both_run)
     canceller.start()
-    cancel_began = time.monotonic()
     pool.run(long_jobs, shell_trial, ended.append, lambda: True)
     canceller.join()
-    assert time.monotonic() - cancel_began < 40, "the 60 s trials were stopped, not waited for"
+    assert cancelled_at, "the canceller gave up waiting for both trials to start"
+    stopped_s = time.monotonic() - cancelled_at[0]
     assert sorted(o.trial_id for o in ended) == ["long-0__1", "long-1__1"], "the third never ran"
-    assert [o.status for o in ended] == ["cancelled"] * 2, [o.error for o in ended]
+    assert [o.status for o in ended] == ["cancelled"] * 2, ([o.error for o in ended], stopped_s)
+    assert stopped_s < 40, f"stopped {stopped_s:.0f} s after the cancel: their 60 s were waited for"
     for outcome in ended:  # stopped inside the trial, which reports its own files
         assert "trial.json" in outcome.files, (outcome.error, list(outcome.files))
         assert json.loads(outcome.files["trial.json"])["status"] == "cancelled"
