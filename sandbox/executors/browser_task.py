@@ -5,7 +5,8 @@ id (`gym.make("browsergym/<id>", tags_to_mark="all")`, as the reference's `brows
 does) on the worker's own Playwright. MiniWoB's pages come from the installed `miniwob` package
 as `file://` URLs (`MINIWOB_URL`), so an episode needs no network: it runs under the sandbox's
 network policy "off". The task keeps its own Playwright timeout (5 s for MiniWoB) rather than
-the reference's 100 s, so a step on a missing element fails inside the executor's step limit.
+the reference's 100 s, so a step on a missing element fails inside the executor's step limit;
+only its first page gets longer (`browser_worker.TASK_START_TIMEOUT_MS`: a loaded machine).
 
 The goal becomes text plus image artifacts (`goal_parts`); each step's reward, done and the
 task's message come from `env.step` and the chat (`task_message`). The episode's record (all

@@ -36,6 +36,10 @@ CHROMIUM_FLAGS = [
 MAX_TEXT_CHARS = 20_000
 DOWNLOAD_WAIT_S = 60.0
 """How long a step waits for downloads it started to finish saving."""
+TASK_START_TIMEOUT_MS = 30_000
+"""Playwright's limit while an evaluation task's first page loads (a loaded machine can take
+longer than a task's own limit, MiniWoB's 5 s; the executor waits 60 s for the start); its
+steps get the task's own limit back."""
 
 
 def chromium_path() -> str | None:
@@ -132,13 +136,19 @@ class BrowserSession:
         self._close_env()
         self.task_id = ""
         self.env = make_task_env(
-            task_id, self.action_set.to_python_code, pw_context_kwargs={"accept_downloads": True}
+            task_id,
+            self.action_set.to_python_code,
+            timeout=TASK_START_TIMEOUT_MS,
+            pw_context_kwargs={"accept_downloads": True},
         )
         try:
             obs, _info = self.env.reset(seed=seed)
         except BaseException:
             self._close_env()
             raise
+        own_limit = getattr(self.env.task, "timeout", None)
+        if own_limit:  # the steps as hard as the task means them
+            self.env.context.set_default_timeout(own_limit)
         self.task_id = task_id
         self._watch_pages()
         save = functools.partial(self._save_image, kind="goal")

@@ -221,3 +221,46 @@ def test_goal_images_become_artifacts_and_urls_stay_text() -> None:
     text, images = goal_parts(goal, save)
     assert images == ["goal-1.png"] and saved == [(png, "png")]
     assert text == "Find this item:\n[image: http://127.0.0.1:9/shoe.jpg]"
+
+
+def test_a_slow_first_page_still_starts_and_steps_keep_the_tasks_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task's page takes longer than MiniWoB's own 5 s limit (as on a loaded machine): the
+    episode starts, and its steps are still held to the 5 s."""
+    import functools
+    import http.server
+    import threading
+    import time
+
+    import miniwob
+    from playwright.sync_api import Error as PlaywrightError
+
+    from sandbox.executors.browser_worker import BrowserSession
+
+    pages = Path(miniwob.__file__).parent / "html"
+
+    class SlowTaskPage(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.endswith("/click-test.html"):
+                time.sleep(7)  # scripted delay: the slow first page under test
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(SlowTaskPage, directory=str(pages))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("MINIWOB_URL", f"http://127.0.0.1:{server.server_address[1]}/miniwob/")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "art").mkdir()
+    session = BrowserSession(tmp_path / "art", tmp_path / "ws", open_ended=False)
+    try:
+        started = session.start_task("miniwob.click-test", 1)
+        assert "Click" in started["goal"], started
+        with pytest.raises(PlaywrightError, match="Timeout 5000ms"):
+            session.env.page.wait_for_selector("#never-there")
+    finally:
+        session.close()
+        server.shutdown()
