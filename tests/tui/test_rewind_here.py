@@ -116,6 +116,8 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             view.action_cursor_to(index)
             await pilot.press("r")
             await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            # The list sits in a scrolling box, mounted a moment after the screen.
+            await _until(pilot, lambda: "+ a.txt" in _screen_text(app), "the files listed")
             shown = _screen_text(app)
             assert "Rewind to step 1" in shown
             assert "+ a.txt" in shown and "- b.txt" in shown
