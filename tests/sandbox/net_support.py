@@ -7,7 +7,7 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sandbox.net_proxy import NetVerdict
@@ -31,9 +31,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 @contextmanager
-def outside_server(host: str = "0.0.0.0") -> Iterator[int]:
-    """Serve on `host`:port (a thread) while inside; yields the port."""
-    server = http.server.ThreadingHTTPServer((host, 0), _Handler)
+def outside_server(
+    host: str = "0.0.0.0", handler: Callable[..., http.server.BaseHTTPRequestHandler] = _Handler
+) -> Iterator[int]:
+    """Serve on `host`:port (a thread, `handler` answering) while inside; yields the port."""
+    server = http.server.ThreadingHTTPServer((host, 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -230,7 +230,6 @@ def test_a_slow_first_page_still_starts_and_steps_keep_the_tasks_limit(
     episode starts, and its steps are still held to the 5 s."""
     import functools
     import http.server
-    import threading
     import time
 
     import miniwob
@@ -249,18 +248,15 @@ def test_a_slow_first_page_still_starts_and_steps_keep_the_tasks_limit(
         def log_message(self, *args: object) -> None:
             pass
 
-    handler = functools.partial(SlowTaskPage, directory=str(pages))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("MINIWOB_URL", f"http://127.0.0.1:{server.server_address[1]}/miniwob/")
     (tmp_path / "ws").mkdir()
     (tmp_path / "art").mkdir()
-    session = BrowserSession(tmp_path / "art", tmp_path / "ws", open_ended=False)
-    try:
-        started = session.start_task("miniwob.click-test", 1)
-        assert "Click" in started["goal"], started
-        with pytest.raises(PlaywrightError, match="Timeout 5000ms"):
-            session.env.page.wait_for_selector("#never-there")
-    finally:
-        session.close()
-        server.shutdown()
+    with outside_server("127.0.0.1", functools.partial(SlowTaskPage, directory=str(pages))) as port:
+        monkeypatch.setenv("MINIWOB_URL", f"http://127.0.0.1:{port}/miniwob/")
+        session = BrowserSession(tmp_path / "art", tmp_path / "ws", open_ended=False)
+        try:
+            started = session.start_task("miniwob.click-test", 1)
+            assert "Click" in started["goal"], started
+            with pytest.raises(PlaywrightError, match="Timeout 5000ms"):
+                session.env.page.wait_for_selector("#never-there")
+        finally:
+            session.close()
