@@ -105,7 +105,7 @@ def sweep_orphans(root: Path | None = None) -> list[Path]:
 def _pid_in(key: str) -> int:
     """The pid a driver file names; 0 (no process) for text that names none."""
     first = key.split()[0]
-    return int(first) if first.isdigit() else 0
+    return int(first) if first.isdecimal() else 0  # isdigit() takes "²", which int() refuses
 
 
 def _process_key(pid: int) -> str | None:

@@ -232,11 +232,12 @@ def test_trial_folders_of_a_killed_driver_are_swept_and_live_ones_kept(tmp_path:
     gone.wait()
     folders = {
         name: tmp_path / f"wb-trial-{name}-x"
-        for name in ("dead", "live", "young", "old", "other", "garbage")
+        for name in ("dead", "live", "young", "old", "other", "garbage", "superscript")
     }
     for folder in folders.values():
         folder.mkdir()
     (folders["garbage"] / trial.DRIVER_FILE).write_text("not a pid\n")  # planted: no driver
+    (folders["superscript"] / trial.DRIVER_FILE).write_text("\u00b2 1\n")  # a digit, no int
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "keep.txt").write_text("the person's")
@@ -251,6 +252,7 @@ def test_trial_folders_of_a_killed_driver_are_swept_and_live_ones_kept(tmp_path:
         "wb-trial-garbage-x",
         "wb-trial-old-x",
         "wb-trial-other-x",
+        "wb-trial-superscript-x",
     ]
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["precious", "wb-trial-link-x", "wb-trial-live-x", "wb-trial-young-x"]
