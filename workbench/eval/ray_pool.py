@@ -210,11 +210,8 @@ class RayPool:
                 with self._lock:
                     job = self._running.pop(ref)
                 on_done(self._outcome(ray, ref, job))
-            if (
-                self._cancelled
-                and self._running
-                and time.monotonic() - self._cancel_sent > (CANCEL_AGAIN_S)
-            ):
+            since_cancel = time.monotonic() - self._cancel_sent
+            if self._cancelled and self._running and since_cancel > CANCEL_AGAIN_S:
                 log.info("cancelling again: %d trial(s) still running", len(self._running))
                 self.cancel_running()  # the tasks a lost cancel left running
 
