@@ -123,9 +123,11 @@ def test_read_prompt_then_input_and_busy_refusal(shell: BashExecutor, tmp_path: 
 
 
 def test_soft_timeout_then_ctrl_c(shell: BashExecutor) -> None:
+    shell_pid = int(run(shell, "echo $$").content)
     started = time.monotonic()
     obs = run(shell, "sleep 60", soft_timeout=1)
     assert (obs.exit_code, obs.running) == (-1, True)
+    wait_until(lambda: _a_job_holds_the_terminal(shell_pid), what="sleep 60 to hold the tty")
     assert "empty command" in (obs.note or "") and "C-c" in (obs.note or "")
     stopped = run(shell, "C-c", is_input=True)
     assert stopped.exit_code == 130 and not stopped.running
@@ -163,12 +165,23 @@ def test_busy_refusal_carries_the_new_output_once(shell: BashExecutor, tmp_path:
 def _a_job_holds_the_terminal(shell_pid: int) -> bool:
     """Whether a command, not bash itself, is the terminal's foreground: C-c now reaches it.
 
-    Between a list's commands bash holds the terminal, and a C-c that lands there (before
-    the next command's child takes the terminal) is bash's own, so that command runs on.
+    Between a list's commands bash holds the terminal, and a C-c that lands there is bash's
+    own, so the next command runs on. So is one that lands after bash gave the terminal to a
+    new child but before that child became the command (still bash, with bash's handlers).
     """
     after_name = Path(f"/proc/{shell_pid}/stat").read_text().rsplit(")", 1)[1].split()
     group, foreground = int(after_name[2]), int(after_name[5])
-    return foreground != group
+    if foreground == group:
+        return False
+    try:
+        members = [
+            p
+            for p in psutil.Process(shell_pid).children(recursive=True)
+            if os.getpgid(p.pid) == foreground
+        ]
+        return bool(members) and all(p.name() != "bash" for p in members)
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        return False
 
 
 def test_busy_refusal_with_nothing_new_says_so(shell: BashExecutor) -> None:
@@ -199,6 +212,12 @@ def test_busy_set_env_refusal_carries_the_new_output_too(shell: BashExecutor) ->
 def test_ctrl_c_stops_the_whole_pipeline(shell: BashExecutor) -> None:
     shell_pid = int(run(shell, "echo $$").content)
     assert run(shell, "sleep 61 | sleep 62", soft_timeout=0.5).running
+    wait_until(
+        lambda: (
+            _a_job_holds_the_terminal(shell_pid) and len(psutil.Process(shell_pid).children()) == 2
+        ),
+        what="both sleeps to hold the tty",
+    )
     pipeline = psutil.Process(shell_pid).children(recursive=True)
     assert len(pipeline) == 2
     assert run(shell, "C-c", is_input=True).exit_code == 130

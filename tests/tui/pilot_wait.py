@@ -60,3 +60,10 @@ async def holds(pilot: Any, check: Callable[[], object], seconds: float, what: s
             raise AssertionError(f"{what} stopped holding")
         await pilot.pause(0.05)
     assert check(), f"{what} stopped holding"
+
+
+def is_showing(app: Any, screen_type: type) -> bool:
+    """Whether `app`'s screen is a `screen_type` that is mounted: its widgets composed and its
+    `on_mount` done. A pushed screen is `app.screen` a moment before that."""
+    screen = app.screen
+    return isinstance(screen, screen_type) and bool(screen.is_mounted)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import holds, waiter
+from pilot_wait import holds, is_showing, waiter
 from textual.widgets import Static, TextArea
 from tui_support import controller_events, scripted_config
 
@@ -80,7 +80,7 @@ async def test_always_allow_saves_a_general_rule_to_the_project(tmp_path: Path) 
             panel = app.query_one(ConfirmPanel)
             await _until(pilot, lambda: panel.request is not None, "a confirmation")
             await pilot.press("a")
-            await _until(pilot, lambda: isinstance(app.screen, AllowRuleScreen), "the rules")
+            await _until(pilot, lambda: is_showing(app, AllowRuleScreen), "the rules")
             screen = app.screen
             assert isinstance(screen, AllowRuleScreen)
             rules = screen.query_one("#allow-rules", TextArea)

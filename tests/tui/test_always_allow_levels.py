@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import RadioButton, Static, TextArea
 from tui_support import controller_events
 
@@ -120,7 +120,7 @@ async def test_always_allow_is_offered_at_low_medium_and_high_of_no_always_ask_k
             assert panel.request is not None and panel.request.risk == risk
             assert "always allow" in _hint(panel), (risk, _hint(panel))
             await pilot.press("a")
-            await _until(pilot, lambda: isinstance(app.screen, AllowRuleScreen), f"rules {risk}")
+            await _until(pilot, lambda: is_showing(app, AllowRuleScreen), f"rules {risk}")
             assert app.screen.query_one("#allow-rules", TextArea).text == rule
             await pilot.press("escape")
             await _until(pilot, lambda: app.query_one(ConfirmPanel).has_focus, "the panel")
@@ -152,7 +152,7 @@ async def test_the_proposed_rule_is_program_and_subcommand_and_a_bad_edit_says_w
     async with _session(tmp_path, script, "MEDIUM") as (app, pilot):
         panel = await _asked(app, pilot, 1)
         await pilot.press("a")
-        await _until(pilot, lambda: isinstance(app.screen, AllowRuleScreen), "the rules")
+        await _until(pilot, lambda: is_showing(app, AllowRuleScreen), "the rules")
         screen = app.screen
         rules = screen.query_one("#allow-rules", TextArea)
         assert rules.text == "run:pip install *"
@@ -176,7 +176,7 @@ async def test_allow_for_this_session_applies_the_rule_and_saves_it_nowhere(
     async with _session(tmp_path, _script("echo one", "echo two"), "LOW") as (app, pilot):
         await _asked(app, pilot, 1)
         await pilot.press("a")
-        await _until(pilot, lambda: isinstance(app.screen, AllowRuleScreen), "the rules")
+        await _until(pilot, lambda: is_showing(app, AllowRuleScreen), "the rules")
         screen = app.screen
         session_only = list(screen.query(RadioButton))[-1]
         assert "this session only" in str(session_only.label)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from eval_fixtures import run_real_session, write_trial
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import DataTable
 
 from workbench.cli.eval_watch import main_watch, watch_command
@@ -64,7 +64,7 @@ async def test_trials_appear_finish_and_open(
     out = _out(tmp_path, session_log)
     app = EvalWatchApp(out, poll_s=0.1)
     async with app.run_test(size=size) as pilot:
-        first_scan = lambda: isinstance(app.screen, EvalRunScreen) and _screen(app).polls  # noqa: E731
+        first_scan = lambda: is_showing(app, EvalRunScreen) and _screen(app).polls  # noqa: E731
         await _until(pilot, first_scan, "a first scan")
         assert _states(app) == {
             "alpha__1": "done",
@@ -99,14 +99,14 @@ async def test_trials_appear_finish_and_open(
         # enter on the finished trial opens its conversation
         table.move_cursor(row=list(_screen(app).trials).index("alpha__1"))
         await pilot.press("enter")
-        await _until(pilot, lambda: isinstance(app.screen, TrialConversationScreen), "the trial")
+        await _until(pilot, lambda: is_showing(app, TrialConversationScreen), "the trial")
         view = app.screen.query_one(ReadOnlyConversation)
         await _until(pilot, lambda: view.cells, "the conversation's cells")
         texts = [cell.copy_text() for cell in view.cells]
         assert any("say hello" in text for text in texts), texts
         assert any("Writing it." in text for text in texts), texts
         await pilot.press("escape")
-        await _until(pilot, lambda: isinstance(app.screen, EvalRunScreen), "back to the trials")
+        await _until(pilot, lambda: is_showing(app, EvalRunScreen), "back to the trials")
 
 
 def test_watch_refuses_a_folder_that_is_not_there(tmp_path: Path) -> None:

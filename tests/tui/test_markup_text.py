@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from test_replay_player import record_session
 from test_rewind_here import FINISH, _app, _screen_text, bash
 from tui_support import make_config
@@ -56,7 +56,9 @@ async def test_file_names_and_model_text_with_markup_show_literally(tmp_path: Pa
             first = next(i for i, c in enumerate(view.cells) if "s.txt" in c.title)
             view.action_cursor_to(first)  # before the names: rewinding there removes them
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            await _until(pilot, lambda: is_showing(app, RewindScreen), "the question")
+            # The list sits in a scrolling box, mounted a moment after the screen.
+            await _until(pilot, lambda: f"- {NAMES[-1]}" in _screen_text(app), "the names")
             listed = _screen_text(app)
             assert all(f"- {name}" in listed for name in NAMES), listed
             await pilot.press("y")

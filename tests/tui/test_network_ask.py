@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import Static
 from tui_support import controller_events, scripted_config
 
@@ -75,12 +75,12 @@ async def test_an_unlisted_host_is_asked_about_and_the_answer_holds(tmp_path: Pa
                 await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox", 60)
                 app.query_one(PromptInput).focus()
                 await pilot.press(*"go", "enter")
-                await _until(pilot, lambda: isinstance(app.screen, NetAskScreen), "a question")
+                await _until(pilot, lambda: is_showing(app, NetAskScreen), "a question")
                 text = str(app.screen.query_one("#net-ask-text", Static).render())
                 assert f"127.0.0.1:{port}" in text and "execute_bash" in text
                 assert f"http://127.0.0.1:{port}/one" in text  # the command that asked
                 await pilot.press("s")  # for this session: /two goes through unasked
-                await _until(pilot, lambda: isinstance(app.screen, NetAskScreen), "the next")
+                await _until(pilot, lambda: is_showing(app, NetAskScreen), "the next")
                 text = str(app.screen.query_one("#net-ask-text", Static).render())
                 assert address in text and "127.0.0.1" not in text
                 await pilot.press("a")
@@ -134,7 +134,7 @@ async def test_a_question_still_open_when_the_run_ends_is_withdrawn(tmp_path: Pa
                 await _until(pilot, lambda: status.data.sandbox == "ready", "the sandbox", 60)
                 app.query_one(PromptInput).focus()
                 await pilot.press(*"go", "enter")
-                await _until(pilot, lambda: isinstance(app.screen, NetAskScreen), "a question")
+                await _until(pilot, lambda: is_showing(app, NetAskScreen), "a question")
                 await _until(pilot, lambda: status.data.state == "finished", "the finish")
                 await _until(
                     pilot, lambda: not isinstance(app.screen, NetAskScreen), "the question gone"

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import Input
 from tui_support import scripted_config
 
@@ -62,12 +62,12 @@ async def test_a_rejection_carries_the_persons_reason_to_the_agent(tmp_path: Pat
             panel = app.query_one(ConfirmPanel)
             await _until(pilot, lambda: panel.request is not None, "a confirmation")
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, RejectReasonScreen), "the reason")
+            await _until(pilot, lambda: is_showing(app, RejectReasonScreen), "the reason")
             # Escape goes back to the panel with nothing answered; r again, then the reason.
             await pilot.press("escape")
             assert panel.request is not None and panel.has_focus
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, RejectReasonScreen), "the reason")
+            await _until(pilot, lambda: is_showing(app, RejectReasonScreen), "the reason")
             app.screen.query_one(Input).value = REASON
             await pilot.press("enter")
             await _until(pilot, lambda: status.data.state == "finished", "the finish")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import OptionList
 
 from sandbox.protocol import CmdOutputObservation, CmdRunAction
@@ -206,7 +206,7 @@ async def test_b_on_a_cell_branches_a_saved_session_there(tmp_path: Path) -> Non
             view.focus()
             view.action_cursor_to(index)
             await pilot.press("b")
-            await _until(pilot, lambda: isinstance(app.screen, BranchScreen), "the question")
+            await _until(pilot, lambda: is_showing(app, BranchScreen), "the question")
             await pilot.press("y")
             await _until(pilot, lambda: status.data.mark == "branch", "the branch")
             assert _status_line(app).lstrip().startswith("BRANCH")

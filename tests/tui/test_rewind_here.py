@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import Static
 
 from workbench.checkpoints.points import load_checkpoints, open_store, undo_plan
@@ -115,7 +115,7 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             view.focus()
             view.action_cursor_to(index)
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            await _until(pilot, lambda: is_showing(app, RewindScreen), "the question")
             # The list sits in a scrolling box, mounted a moment after the screen.
             await _until(pilot, lambda: "+ a.txt" in _screen_text(app), "the files listed")
             shown = _screen_text(app)
@@ -130,7 +130,8 @@ async def test_r_on_a_cell_asks_then_rewinds_the_files_and_branches_there(
             view.focus()
             view.action_cursor_to(index)
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            await _until(pilot, lambda: is_showing(app, RewindScreen), "the question")
+            await _until(pilot, lambda: "Rewind to step" in _screen_text(app), "its title")
             await pilot.press("y")
             await _until(pilot, lambda: status.data.mark == "branch", "the branch")
             assert status.data.state == "idle"  # the history was cut mid-run: nothing runs

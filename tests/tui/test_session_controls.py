@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 
 from workbench.config.load import load_config
 from workbench.config.schema import Config
@@ -153,7 +153,7 @@ async def test_ctrl_n_reads_the_config_again(tmp_path: Path) -> None:
             assert first is not None
             # /diff: what the session changed.
             await _send(pilot, "/diff")
-            await _until(pilot, lambda: isinstance(app.screen, DiffScreen), "the diff")
+            await _until(pilot, lambda: is_showing(app, DiffScreen), "the diff")
             assert isinstance(app.screen, DiffScreen)
             assert "made.txt" in app.screen.diff and "+hi" in app.screen.diff
             await pilot.press("escape")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pilot_wait import holds, waiter
+from pilot_wait import holds, is_showing, waiter
 from textual.widgets import Static
 
 from workbench.config.load import load_config
@@ -79,7 +79,7 @@ async def test_not_now_leaves_the_rules_unapplied(tmp_path: Path) -> None:
     backend = FakeBackend()
     app = create_app(config, backend, clock=lambda: 0.0, image_mode="halfcell")
     async with app.run_test(size=(100, 30)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        await _until(pilot, lambda: is_showing(app, TrustProjectScreen), "the question")
         await pilot.press("enter")  # the focused button is "Not now"
         await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
         assert config.security.allow == []
@@ -98,11 +98,11 @@ async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Pa
     config = _config(tmp_path)
     app = create_app(config, FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
     async with app.run_test(size=(80, 24)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        await _until(pilot, lambda: is_showing(app, TrustProjectScreen), "the question")
         await pilot.press("n")
         await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
         await pilot.press("ctrl+r")
-        await _until(pilot, lambda: isinstance(app.screen, RulesScreen), "the rules screen")
+        await _until(pilot, lambda: is_showing(app, RulesScreen), "the rules screen")
         screen = app.screen
         assert isinstance(screen, RulesScreen)
         untrusted = [row for row in screen.rows if row.kind == "untrusted"]
@@ -117,12 +117,12 @@ async def test_rules_screen_lists_untrusted_rules_and_t_trusts_them(tmp_path: Pa
         assert "not trusted" in str(screen.query_one("#rules-hint", Static).render())
         assert "make*" in (tmp_path / "ws" / ".workbench" / "config.toml").read_text()
         await pilot.press("t")
-        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "trust screen")
+        await _until(pilot, lambda: is_showing(app, TrustProjectScreen), "trust screen")
         await pilot.press("t")
         await _until(pilot, lambda: not isinstance(app.screen, TrustProjectScreen), "closing")
         assert "run:make*" in config.security.allow
         await pilot.press("ctrl+r")
-        await _until(pilot, lambda: isinstance(app.screen, RulesScreen), "the rules screen")
+        await _until(pilot, lambda: is_showing(app, RulesScreen), "the rules screen")
         rows = app.screen.rows  # type: ignore[attr-defined]
         assert ("allow", "run:make*") in [(row.kind, row.rule) for row in rows]
         assert not [row for row in rows if row.kind == "untrusted"]
@@ -138,7 +138,7 @@ async def test_the_limits_wait_for_the_trust_question_to_close(tmp_path: Path) -
 
     app = create_app(_config(tmp_path), FakeBackend(), clock=lambda: 0.0, image_mode="halfcell")
     async with app.run_test(size=(80, 24)) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, TrustProjectScreen), "the question")
+        await _until(pilot, lambda: is_showing(app, TrustProjectScreen), "the question")
         app.post_message(ProgressChanged("sandbox", "ready", "limits: 1024 processes"))
         await pilot.pause()
         assert shown() == []  # held while the question is up

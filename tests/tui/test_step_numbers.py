@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from headless_harness import bash, cli_env, finish, run_cli
-from pilot_wait import waiter
+from pilot_wait import is_showing, waiter
 from textual.widgets import Static
 
 from workbench.config.load import load_config
@@ -154,7 +154,9 @@ async def _tui_steps(tmp_path: Path, ws: Path, log: Path) -> dict[str, int]:
             await _until(pilot, lambda: app.focused is view, "the conversation's focus")
             view.action_cursor_to(row)
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, RewindScreen), "the question")
+            await _until(pilot, lambda: is_showing(app, RewindScreen), "the question")
+            # The screen is pushed before its text is composed and mounted.
+            await _until(pilot, lambda: "Rewind to step" in _screen_text(app), "its title")
             title = re.search(r"Rewind to step (\d+)", _screen_text(app))
             assert title, _screen_text(app)
             found[command] = int(title[1])
