@@ -55,6 +55,21 @@ def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
     return left
 
 
+async def family_running(pid: int, *commands: str) -> list[psutil.Process]:
+    """`family(pid)` once each of `commands` runs in it: a job sent to the background is
+    forked before the prompt comes back, but may exec its command only after."""
+
+    def found() -> list[psutil.Process]:
+        processes = family(pid)
+        try:
+            lines = " | ".join(" ".join(p.cmdline()) for p in processes)
+        except psutil.NoSuchProcess:
+            return []
+        return processes if all(c in lines for c in commands) else []
+
+    return await until(found, 30, f"{', '.join(commands)} to run")
+
+
 async def wait_dead(pid: int) -> None:
     def dead() -> bool:
         try:
@@ -181,9 +196,7 @@ async def test_close_leaves_no_process(tmp_path: Path) -> None:
     cell = await runtime.execute(IPythonAction(code="import os; os.getpid()"))
     assert isinstance(cell, IPythonObservation) and not cell.error
     assert runtime.pid is not None
-    before = family(runtime.pid)
-    names = " ".join(" ".join(p.cmdline()) for p in before)
-    assert "sleep 300" in names and "kernel" in names and "bash" in names
+    before = await family_running(runtime.pid, "sleep 300", "kernel", "bash")
     await runtime.close()
     assert alive(before) == []
     assert session_processes(runtime.session_id) == set()
@@ -219,8 +232,7 @@ async def test_a_crashed_bwrap_sandbox_takes_its_processes_along(tmp_path: Path)
     await runtime.start()
     await runtime.execute(CmdRunAction(command="sleep 303 > /dev/null 2>&1 &"))
     assert runtime.pid is not None
-    before = family(runtime.pid)
-    assert any("sleep 303" in " ".join(p.cmdline()) for p in before)
+    before = await family_running(runtime.pid, "sleep 303")
     os.kill(runtime.pid, signal.SIGKILL)
     await wait_dead(runtime.pid)
     await runtime.close()

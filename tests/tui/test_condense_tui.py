@@ -20,16 +20,16 @@ from workbench.tui.widgets.conversation import ConversationView
 from workbench.tui.widgets.status import StatusBar
 
 
-def _bash(command: str, delay_s: float = 0.0) -> dict[str, Any]:
+def _bash(command: str, held: bool = False) -> dict[str, Any]:
     args = {"command": command, "security_risk": "LOW"}
-    return {"tool_calls": [{"name": "execute_bash", "arguments": args}], "delay_s": delay_s}
+    return {"tool_calls": [{"name": "execute_bash", "arguments": args}], "held": held}
 
 
 REPORT = 'yes "report {n}: the quick brown fox jumps over the lazy dog" | head -n 90'
 SCRIPT = {
     "steps": [
         _bash(REPORT.format(n=1)),
-        _bash(REPORT.format(n=2), delay_s=1.0),  # time to pick "Condense now" meanwhile
+        _bash(REPORT.format(n=2), held=True),  # "Condense now" is picked meanwhile
         _bash(REPORT.format(n=3)),
         {"tool_calls": [{"name": "finish", "arguments": {"message": "Reported."}}]},
     ],
@@ -72,6 +72,7 @@ async def test_instructions_and_condense_now_show_as_cells(tmp_path: Path) -> No
             app.post_message(PromptSubmitted("print the reports"))
             await _until(pilot, lambda: len(server.requests) >= 2, "the second request")
             palette["Condense now"].callback()
+            server.release()
             await _until(pilot, lambda: status.data.state == "finished", "the finish")
             assert any(t.startswith("project instructions: AGENTS.md") for t in titles())
             shown = [t for t in titles() if t.startswith("condensed history (asked for)")]

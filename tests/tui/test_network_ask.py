@@ -119,7 +119,7 @@ async def test_a_question_still_open_when_the_run_ends_is_withdrawn(tmp_path: Pa
                 {"tool_calls": [{"name": "execute_bash", "arguments": background}]},
                 {  # the question is up before the run ends
                     "tool_calls": [{"name": "think", "arguments": {"thought": "wait"}}],
-                    "delay_s": 3,
+                    "held": True,
                 },
                 {"tool_calls": [{"name": "finish", "arguments": {"message": "done"}}]},
             ],
@@ -135,6 +135,7 @@ async def test_a_question_still_open_when_the_run_ends_is_withdrawn(tmp_path: Pa
                 app.query_one(PromptInput).focus()
                 await pilot.press(*"go", "enter")
                 await _until(pilot, lambda: is_showing(app, NetAskScreen), "a question")
+                server.release()
                 await _until(pilot, lambda: status.data.state == "finished", "the finish")
                 await _until(
                     pilot, lambda: not isinstance(app.screen, NetAskScreen), "the question gone"

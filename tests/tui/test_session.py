@@ -113,11 +113,13 @@ async def test_whole_session_through_the_tui(tmp_path: Path) -> None:
             await pilot.press(*_keys("also be brief"))
             await pilot.press("enter")
             await _until(pilot, lambda: "tick10" in _shell_text(app), "the loop's end")
-            # The next command hangs; the agent's soft timeout (1 s here) hands it back.
-            await _until(pilot, lambda: shell.command == "sleep 30", "sleep 30 to start")
+            # The next command hangs; the agent's soft timeout (1 s here) hands it back, and the
+            # pane soon shows the agent's next command: wait on the process, which stays.
+            await _until(pilot, _sleeping, "sleep 30 to start")
+            assert "$ sleep 30" in _shell_text(app)
             app.query_one("#shell-input").focus()
             await pilot.press("ctrl+c")
-            await _until(pilot, lambda: shell.command != "sleep 30", "the interrupt", 15)
+            await _until(pilot, lambda: not _sleeping(), "the interrupt", 15)
             # A risky command asks; reject it.
             panel = app.query_one(ConfirmPanel)
             await _until(pilot, lambda: panel.request is not None, "a confirmation")
@@ -193,11 +195,12 @@ async def test_a_message_queued_as_the_agent_finishes_becomes_the_next_task(
     tmp_path: Path,
 ) -> None:
     finish = {"tool_calls": [{"name": "finish", "arguments": {"message": "Notes written."}}]}
-    script = {"steps": [{**finish, "delay_s": 2.0}], "default": {"text": "Title added."}}
+    script = {"steps": [{**finish, "held": True}], "default": {"text": "Title added."}}
     with ScriptedLLMServer(script) as server:
         app = _app_for(tmp_path, server)
         async with app.run_test(size=(120, 40)) as pilot:
             await _queue_while_the_llm_thinks(pilot, app, server)
+            server.release()  # the agent finishes with the note queued
             status = app.query_one(StatusBar)
             await _until(pilot, lambda: len(server.requests) == 2, "the follow-up request")
             await _until(pilot, lambda: status.data.state == "awaiting_user", "the reply")
@@ -215,7 +218,7 @@ async def test_a_message_queued_as_the_agent_finishes_becomes_the_next_task(
 async def test_a_message_queued_when_the_agent_is_stopped_goes_back_to_the_input_box(
     tmp_path: Path,
 ) -> None:
-    script = {"steps": [{"text": "late", "delay_s": 20.0}], "default": {"text": "ok"}}
+    script = {"steps": [{"text": "late", "held": True}], "default": {"text": "ok"}}
     with ScriptedLLMServer(script) as server:
         app = _app_for(tmp_path, server)
         async with app.run_test(size=(120, 40)) as pilot:

@@ -35,6 +35,8 @@ requests take the top-level steps. A step is an object with:
   (`stream_options.include_usage`).
 - `delay_s`: wait this long before answering.
 - `hang`: true never answers: the request is read and left open until the server stops.
+- `held`: true answers once the test calls `server.release()` (not at all if the server stops
+  first): a reply that comes exactly when the test is ready, however slow the machine.
 - `usage`: `{"prompt_tokens": N, "completion_tokens": M}`; missing numbers are estimated as
   characters / 4 of the request's messages and of the reply. `null` sends no usage at all.
 - `finish_reason`: defaults to "tool_calls" when there are tool calls, else "stop".
@@ -98,6 +100,7 @@ class ScriptedLLMServer:
         self._httpd: _HTTPServer | None = None
         self.stopping = threading.Event()
         """Set by stop(): what `hang` steps wait for."""
+        self._released = threading.Event()
         self._thread: threading.Thread | None = None
 
     # -- lifecycle
@@ -118,12 +121,22 @@ class ScriptedLLMServer:
         self._thread.start()
         return self
 
+    def release(self) -> None:
+        """Let the requests waiting on `held` steps (and any later ones) be answered."""
+        self._released.set()
+
+    def wait_released(self) -> bool:
+        """Wait for `release()`; False if the server stopped instead."""
+        self._released.wait()
+        return not self.stopping.is_set()
+
     def stop(self) -> None:
         """Stop serving and close the socket (safe to call twice)."""
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
         self.stopping.set()
+        self._released.set()
         httpd.shutdown()
         httpd.server_close()
         httpd.close_connections()
@@ -310,6 +323,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if step.delay_s:
             time.sleep(step.delay_s)
+        if step.held and not self.server.owner.wait_released():
+            self.close_connection = True
+            return
         if step.hang:
             self.server.owner.stopping.wait()
             self.close_connection = True

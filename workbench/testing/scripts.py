@@ -60,6 +60,7 @@ class Step(BaseModel):
     disconnect: bool = False
     usage: Usage | None = Field(default_factory=Usage)
     hang: bool = False
+    held: bool = False
     finish_reason: str | None = None
     repeat: int = Field(default=1, ge=1)
 

@@ -255,12 +255,13 @@ async def test_reply_without_tool_call_waits_for_the_user(tmp_path: Path) -> Non
 
 
 async def test_queued_message_reaches_the_next_call_and_pause_resume(tmp_path: Path) -> None:
-    slow = {"tool_calls": [{"name": "think", "arguments": {"thought": "hm"}}], "delay_s": 0.5}
+    slow = {"tool_calls": [{"name": "think", "arguments": {"thought": "hm"}}], "held": True}
     async with harness(tmp_path, [slow, finish()]) as h:
         task = asyncio.create_task(h.controller.run("go"))
         await until(lambda: len(h.server.requests) == 1)  # the slow first call is in flight
         h.controller.send_message("also add a README")
         h.controller.pause()
+        h.server.release()
         await until(lambda: h.controller.state == "paused")
         assert len(h.server.requests) == 1
         h.controller.resume()

@@ -6,6 +6,7 @@ import http.client
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from waiting import wait_until
 
 from workbench.testing.llm_server import ScriptedLLMServer, ScriptError
 
@@ -150,6 +152,36 @@ def test_delay_disconnect_models_and_bad_requests(llm_server: Start) -> None:
     connection.close()
     assert post(server, {}, path="/v2/other")[0] == 404
     assert post(server, {"messages": []}, path="/chat/completions")[0] == 400  # exhausted
+
+
+def test_a_held_step_answers_when_released_and_not_after_a_stop(llm_server: Start) -> None:
+    server = llm_server({"steps": [{"held": True, "text": "now"}, {"held": True, "text": "x"}]})
+    answers: list[tuple[int, Any]] = []
+    waiting = threading.Thread(target=lambda: answers.append(chat(server)))
+    waiting.start()
+    wait_until(lambda: len(server.requests) == 1, what="the request")
+    waiting.join(0.3)
+    assert answers == []  # held
+    server.release()
+    waiting.join(10)
+    assert answers[0][0] == 200 and answers[0][1]["choices"][0]["message"]["content"] == "now"
+    assert chat(server)[1]["choices"][0]["message"]["content"] == "x"  # released stays released
+
+    stopped = llm_server({"steps": [{"held": True, "text": "never"}]})
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            chat(stopped)
+        except (http.client.HTTPException, ConnectionError) as exc:
+            failed.append(exc)
+
+    waiting = threading.Thread(target=ask)
+    waiting.start()
+    wait_until(lambda: len(stopped.requests) == 1, what="the request")
+    stopped.stop()
+    waiting.join(10)
+    assert not waiting.is_alive() and failed  # closed without an answer
 
 
 def test_bad_scripts_are_refused() -> None:
