@@ -127,8 +127,10 @@ class ScriptedLLMServer:
 
     def wait_released(self) -> bool:
         """Wait for `release()`; False if the server stopped instead."""
-        self._released.wait()
-        return not self.stopping.is_set()
+        while not self._released.wait(0.05):
+            if self.stopping.is_set():
+                return False
+        return True
 
     def stop(self) -> None:
         """Stop serving and close the socket (safe to call twice)."""
@@ -136,7 +138,6 @@ class ScriptedLLMServer:
         if httpd is None:
             return
         self.stopping.set()
-        self._released.set()
         httpd.shutdown()
         httpd.server_close()
         httpd.close_connections()
