@@ -16,7 +16,9 @@ its node, and so did its sandbox (a local sandbox server stops when its parent d
 `cancel_running()`: `ray.cancel` on each task. On the node, the wrapper gets KeyboardInterrupt,
 calls the work function's module's `cancel_all()` (`run_trial`'s stops its child the way Ctrl-C
 stops a headless run) and returns the outcome the trial ends with, files too, within
-`cancel_grace_s`. A task still queued is dropped and reported "cancelled". Ray's cancel is
+`cancel_grace_s`. A task still queued is dropped and reported "cancelled". Ray's
+KeyboardInterrupt is a simulated SIGINT, lost where SIGINT is ignored (a node started in the
+background), so the wrapper lets SIGINT through while its trial runs. Ray's cancel is
 best-effort (a cancel that meets the task at the wrong moment is lost), so it is sent again every
 `CANCEL_AGAIN_S` to the tasks that have not ended; the wrapper takes a second one in its stride.
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -306,6 +309,40 @@ def run_on_node(
     KeyboardInterrupt in the main thread) can ask the trial to stop and still get its outcome.
     `digest`, `packed`: the task folder shipped (`task_bundle.py`), unpacked here first;
     `config`: the config file's bytes, written here first."""
+    restore_sigint = _take_sigint()
+    try:
+        return _run_here(work, job, cancel_grace_s, digest, packed, config)
+    finally:
+        restore_sigint()
+
+
+def _take_sigint() -> Callable[[], None]:
+    """Let SIGINT raise KeyboardInterrupt in this worker while its trial runs; returns what
+    puts the old disposition back. `ray.cancel` is a SIGINT simulated in the task's main thread
+    (`_thread.interrupt_main`), which does nothing where SIGINT is ignored: a node started by a
+    script in the background (`nohup ray start ... &`) passes that on to its workers, and every
+    cancel was lost. A handler of the worker's own (not ignored, not the default) is kept."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous not in (signal.SIG_IGN, signal.SIG_DFL, None):
+        return lambda: None
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, previous or signal.SIG_DFL)
+
+    return restore
+
+
+def _run_here(
+    work: Callable[[TrialJob], TrialOutcome],
+    job: TrialJob,
+    cancel_grace_s: float,
+    digest: str | None,
+    packed: bytes | None,
+    config: bytes | None,
+) -> TrialOutcome:
     try:
         if digest is not None and packed is not None:
             folder = unpack_task(digest, packed, Path(job.task_ref).name)

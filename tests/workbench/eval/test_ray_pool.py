@@ -4,13 +4,17 @@
 worker nodes with two `sandbox_slot`s each, every process on 127.0.0.1. Each trial is the
 stand-in `shell_trial`: a fresh local sandbox whose real bash runs the trial's commands. The
 first command appends the pid of the raylet that started it (RAY_RAYLET_PID, inherited by the
-sandbox's shell) to a file of the trial, so the test sees where every attempt ran.
+sandbox's shell) to a file of the trial, so the test sees where every attempt ran. The nodes
+ignore SIGINT, as nodes started by a script in the background do: ray.cancel must stop trials
+there too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,15 +55,28 @@ def cluster() -> Iterator[Cluster]:
         patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
         system = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
         head = {**NODE, "resources": {SLOT: 0}, "_system_config": system}
-        cluster = Cluster(initialize_head=True, head_node_args=head)
+        with sigint_ignored():
+            cluster = Cluster(initialize_head=True, head_node_args=head)
         try:
-            for _ in range(2):
-                cluster.add_node(**NODE, resources={SLOT: SLOTS_PER_WORKER})
+            with sigint_ignored():
+                for _ in range(2):
+                    cluster.add_node(**NODE, resources={SLOT: SLOTS_PER_WORKER})
             cluster.wait_for_nodes()
             yield cluster
         finally:
             ray.shutdown()
             cluster.shutdown()
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Processes started inside ignore SIGINT, as those of a script run in the background do
+    (`nohup ray start ... &`): Ray workers inherit it, and ray.cancel is a SIGINT in them."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def raylet_pid(node: Any) -> int:
