@@ -34,6 +34,7 @@ when a pool runs: `pip install 'workbench[ray]'`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -42,7 +43,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -309,30 +310,27 @@ def run_on_node(
     KeyboardInterrupt in the main thread) can ask the trial to stop and still get its outcome.
     `digest`, `packed`: the task folder shipped (`task_bundle.py`), unpacked here first;
     `config`: the config file's bytes, written here first."""
-    restore_sigint = _take_sigint()
-    try:
+    with _sigint_raises():
         return _run_here(work, job, cancel_grace_s, digest, packed, config)
-    finally:
-        restore_sigint()
 
 
-def _take_sigint() -> Callable[[], None]:
-    """Let SIGINT raise KeyboardInterrupt in this worker while its trial runs; returns what
-    puts the old disposition back. `ray.cancel` is a SIGINT simulated in the task's main thread
+@contextlib.contextmanager
+def _sigint_raises() -> Iterator[None]:
+    """Inside, SIGINT raises KeyboardInterrupt in this worker; the old disposition is put back
+    after. `ray.cancel` is a SIGINT simulated in the task's main thread
     (`_thread.interrupt_main`), which does nothing where SIGINT is ignored: a node started by a
     script in the background (`nohup ray start ... &`) passes that on to its workers, and every
     cancel was lost. A handler of the worker's own (not ignored, not the default) is kept."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
     previous = signal.getsignal(signal.SIGINT)
-    if previous not in (signal.SIG_IGN, signal.SIG_DFL, None):
-        return lambda: None
+    handled = previous not in (signal.SIG_IGN, signal.SIG_DFL, None)  # the worker's own
+    if handled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    def restore() -> None:
+    try:
+        yield
+    finally:
         signal.signal(signal.SIGINT, previous or signal.SIG_DFL)
-
-    return restore
 
 
 def _run_here(
